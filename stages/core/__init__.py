@@ -1,0 +1,1 @@
+"""Shared, small pieces: config, atomic I/O, validation, seeding, reports, verdicts."""

@@ -1,0 +1,132 @@
+"""Typed loading of ``params.yaml``: global switches, per-step sections and profiles.
+
+A step section holds its default-profile values; ``profiles: {smoke: {...}, paper:
+{...}}`` inside it overrides some of them. Every profile of a section is validated
+whenever the section is loaded, so a typo in the ``paper`` profile is refused even on
+a ``default`` run, before any work starts. Errors name the dotted key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+PROFILES: tuple[str, ...] = ("smoke", "default", "paper")
+Profile = Literal["smoke", "default", "paper"]
+DEFAULT_PARAMS = Path("params.yaml")
+
+
+class ConfigError(ValueError):
+    """A params.yaml problem; the message names the dotted key."""
+
+
+class Section(BaseModel):
+    """Base of every params section: unknown keys are refused, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class GlobalParams(Section):
+    """The top-level switches shared by every stage."""
+
+    seed: int = Field(ge=0)
+    profile: Profile
+    threads: int = Field(ge=1, le=512)
+    papers: list[str] = Field(min_length=1)
+
+
+S = TypeVar("S", bound=BaseModel)
+
+
+def read_params(params_path: Path | str = DEFAULT_PARAMS) -> dict[str, Any]:
+    """Read the params file as a mapping."""
+    path = Path(params_path)
+    if not path.is_file():
+        raise ConfigError(f"params file not found: {path}")
+    data = yaml.safe_load(path.read_text())
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+def _lookup(data: dict[str, Any], dotted: str) -> Any:
+    node: Any = data
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            raise ConfigError(f"missing section '{dotted}' (no key '{part}')")
+        node = node[part]
+    return node
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _format_errors(err: ValidationError, prefix: str, overridden: dict[str, Any] | None = None,
+                   override_prefix: str = "") -> str:
+    lines = []
+    for e in err.errors():
+        loc = [str(p) for p in e["loc"]]
+        # blame the profile override when the bad key came from it, else the base value
+        head = override_prefix if overridden and loc and loc[0] in overridden else prefix
+        msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
+        lines.append(f"{'.'.join([head, *loc])}: {msg}")
+    return "; ".join(lines)
+
+
+def _validate(model: type[S], values: Any, prefix: str, overridden: dict[str, Any] | None = None,
+              override_prefix: str = "") -> S:
+    try:
+        return model.model_validate(values)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(err, prefix, overridden, override_prefix)) from None
+
+
+def profile_values(raw: Any, profile: str, dotted: str) -> dict[str, Any]:
+    """The section's values at ``profile``: base values with that profile's overrides."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{dotted}: must be a mapping, got {type(raw).__name__}")
+    base = {k: v for k, v in raw.items() if k != "profiles"}
+    profiles = raw.get("profiles") or {}
+    if not isinstance(profiles, dict):
+        raise ConfigError(f"{dotted}.profiles: must be a mapping")
+    unknown = sorted(set(profiles) - set(PROFILES))
+    if unknown:
+        raise ConfigError(f"{dotted}.profiles.{unknown[0]}: unknown profile (valid: {', '.join(PROFILES)})")
+    override = profiles.get(profile) or {}
+    if not isinstance(override, dict):
+        raise ConfigError(f"{dotted}.profiles.{profile}: must be a mapping")
+    return _merge(base, override)
+
+
+def load_section(model: type[S], dotted: str, params_path: Path | str = DEFAULT_PARAMS,
+                 profile: str | None = None) -> S:
+    """Validate section ``dotted`` under every profile and return it at ``profile``."""
+    data = read_params(params_path)
+    profile = profile or load_global(params_path).profile
+    raw = _lookup(data, dotted)
+    chosen = None
+    for name in PROFILES:
+        values = profile_values(raw, name, dotted)
+        overrides = (raw.get("profiles") or {}).get(name) or {}
+        cfg = _validate(model, values, dotted, overrides, f"{dotted}.profiles.{name}")
+        if name == profile:
+            chosen = cfg
+    assert chosen is not None
+    return chosen
+
+
+def load_global(params_path: Path | str = DEFAULT_PARAMS) -> GlobalParams:
+    """The global ``seed``, ``profile``, ``threads`` and ``papers`` switches."""
+    data = read_params(params_path)
+    keys = {k: data[k] for k in GlobalParams.model_fields if k in data}
+    return _validate(GlobalParams, keys, "params")

@@ -1,0 +1,17 @@
+"""Rank-one rectangular matrix denoising: exact learning dynamics of gradient descent.
+
+Paper: "Learning dynamics of gradient descent for rectangular rank-one matrix
+denoising" (ICLR 2026; abstract in the project's seed list).
+
+Claim, in our words: for X = Z + λ u* v*ᵀ (p × n, Gaussian noise of variance 1/n),
+gradient descent on ½‖X − u vᵀ‖² over the unit spheres has overlaps ⟨u*, u_t⟩,
+⟨v*, v_t⟩ with closed-form large-dimension trajectories; their long-time limits are the
+rectangular BBP overlaps above λ_c = (p/n)^{1/4} and zero below; and learning stalls
+when the initial overlaps have a particular ratio fixed by λ and p/n.
+
+The miniature: the paper's own size (p = 900, n = 1200) on a grid of λ around λ_c and
+three seeds; the closed-form trajectories come from ``theory.py`` (Marchenko-Pastur
+integrals of the spectral measures of [[0, X], [Xᵀ, 0]]); the gradient flow is
+simulated by small-step Riemannian gradient descent (``dynamics.py``); the SVD of each
+sampled matrix is the non-GD baseline. Steps: data -> train -> evaluate -> report.
+"""

@@ -1,0 +1,155 @@
+"""Step ``evaluate``: theory vs simulation, the long-time limit vs BBP, the SVD baseline."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy.optimize import minimize_scalar
+from tqdm import tqdm
+
+from stages.core.gx import validate_table
+from stages.core.io import read_parquet, write_json, write_parquet
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.matrix_denoising.config import PAPER, EvaluateConfig, load_evaluate
+from stages.matrix_denoising.expectations import instances_suite, theory_suite, trajectories_suite
+from stages.matrix_denoising.spiked_model import sample_spiked_matrix
+from stages.matrix_denoising.theory import bbp_overlaps, bbp_threshold, limit_overlaps, overlap_trajectories
+
+STALL_INITS = ("stall", "stall_mirror")
+
+
+@dataclass(frozen=True)
+class Paths:
+    instances: Path = inp("instance specs")
+    trajectories: Path = inp("RGD overlap trajectories")
+    theory: Path = out("theory curves at the recorded times (Parquet)")
+    evaluation: Path = out("per-seed metrics and per-λ tables (JSON)")
+
+
+def theory_curves(instances: pd.DataFrame, times: np.ndarray, n_nodes: int) -> pd.DataFrame:
+    """The large-dimension overlaps for every distinct (λ, initial overlaps) in the grid."""
+    c = float(instances.p.iloc[0] / instances.n.iloc[0])
+    specs = instances.drop_duplicates(["lam", "init"])[["lam", "init", "alpha_u", "alpha_v"]]
+    frames = []
+    for r in tqdm(list(specs.itertuples()), desc="theory curves", unit="curve"):
+        qu, qv = overlap_trajectories(times, c, r.lam, r.alpha_u, r.alpha_v, n_nodes=n_nodes)
+        frames.append(pd.DataFrame({"lam": r.lam, "init": r.init, "t": times, "q_u": qu, "q_v": qv}))
+    return pd.concat(frames, ignore_index=True)
+
+
+def top_singular_overlaps(instance: pd.Series) -> tuple[float, float]:
+    """Non-GD baseline: |⟨u*, x₁⟩|, |⟨v*, y₁⟩| of the top singular pair of the sampled X."""
+    x, u_star, v_star = sample_spiked_matrix(int(instance.p), int(instance.n), float(instance.lam),
+                                             int(instance.matrix_seed))
+    left, _, right_t = np.linalg.svd(x, full_matrices=False)
+    return float(abs(u_star @ left[:, 0])), float(abs(v_star @ right_t[0]))
+
+
+def time_to_reach(t: np.ndarray, q: np.ndarray, level: float) -> float:
+    """First recorded time with |q| ≥ level; the horizon if never (a censored time)."""
+    hit = np.nonzero(np.abs(q) >= level)[0]
+    return float(t[hit[0]]) if hit.size else float(t[-1])
+
+
+def fit_transition(lams: np.ndarray, sq_overlap_u: np.ndarray, sq_overlap_v: np.ndarray) -> float:
+    """λ̂_c = ĉ^{1/4}, with ĉ the aspect ratio whose BBP curves best fit the measured overlaps²."""
+    def loss(log_c: float) -> float:
+        c = float(np.exp(log_c))
+        th = np.array([bbp_overlaps(lam, c) for lam in lams]) ** 2
+        return float(np.sum((th[:, 0] - sq_overlap_u) ** 2 + (th[:, 1] - sq_overlap_v) ** 2))
+
+    res = minimize_scalar(loss, bounds=(np.log(1e-3), np.log(1e3)), method="bounded")
+    return float(np.exp(res.x) ** 0.25)
+
+
+def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Compare every trajectory with theory and compute the per-seed headline metrics."""
+    instances = read_parquet(paths.instances)
+    traj = read_parquet(paths.trajectories)
+    validate_table(instances, "matrix_denoising.instances", instances_suite)
+    validate_table(traj, "matrix_denoising.trajectories", trajectories_suite)
+    c = float(instances.p.iloc[0] / instances.n.iloc[0])
+    lam_c = bbp_threshold(c)
+    times = np.sort(traj.t.unique())
+    theory = theory_curves(instances, times, cfg.theory_nodes)
+    validate_table(theory, "matrix_denoising.theory", theory_suite)
+
+    merged = traj.merge(instances[["instance", "init", "lam", "seed_index", "alpha_u", "alpha_v"]],
+                        on=["instance", "init"]).merge(theory, on=["lam", "init", "t"], suffixes=("", "_theory"))
+    merged["gap"] = np.maximum(abs(merged.q_u - merged.q_u_theory), abs(merged.q_v - merged.q_v_theory))
+    per_run = []
+    for (instance, init), g in merged.groupby(["instance", "init"], sort=True):
+        g = g.sort_values("t")
+        first = g.iloc[0]
+        lim_u, lim_v = limit_overlaps(c, first.lam, first.alpha_u, first.alpha_v)
+        per_run.append({"instance": instance, "init": init, "lam": float(first.lam), "seed_index": int(first.seed_index),
+                        "max_gap": float(g.gap.max()), "final_q_u": float(g.q_u.iloc[-1]),
+                        "final_q_v": float(g.q_v.iloc[-1]), "limit_q_u": lim_u, "limit_q_v": lim_v,
+                        "limit_error": max(abs(g.q_u.iloc[-1] - lim_u), abs(g.q_v.iloc[-1] - lim_v))})
+    runs = pd.DataFrame(per_run)
+    runs["outside_window"] = abs(runs.lam - lam_c) >= cfg.transition_window
+    regular = runs[~runs.init.isin(STALL_INITS)]
+
+    matrices = instances.drop_duplicates("instance").set_index("instance")
+    svd = pd.DataFrame([{"instance": i, "lam": float(r.lam), "seed_index": int(r.seed_index),
+                         **dict(zip(("svd_q_u", "svd_q_v"), top_singular_overlaps(r), strict=True))}
+                        for i, r in tqdm(list(matrices.iterrows()), desc="SVD baseline", unit="matrix")])
+    theta = np.array([bbp_overlaps(lam, c) for lam in svd.lam])
+    svd["svd_error"] = np.maximum(abs(svd.svd_q_u - theta[:, 0]), abs(svd.svd_q_v - theta[:, 1]))
+    svd["outside_window"] = abs(svd.lam - lam_c) >= cfg.transition_window
+
+    per_seed: dict[str, list[float]] = {k: [] for k in (
+        "max_trajectory_gap", "limit_error", "svd_limit_error", "transition_estimate_error",
+        "svd_transition_estimate_error", "stall_slowdown")}
+    stall_rows = []
+    for s in sorted(runs.seed_index.unique()):
+        reg = regular[(regular.seed_index == s) & regular.outside_window]
+        per_seed["max_trajectory_gap"].append(float(reg.max_gap.max()))
+        per_seed["limit_error"].append(float(reg.limit_error.max()))
+        sv = svd[svd.seed_index == s]
+        per_seed["svd_limit_error"].append(float(sv[sv.outside_window].svd_error.max()))
+        all_reg = regular[regular.seed_index == s]
+        per_seed["transition_estimate_error"].append(
+            abs(fit_transition(all_reg.lam.to_numpy(), all_reg.final_q_u.to_numpy() ** 2,
+                               all_reg.final_q_v.to_numpy() ** 2) - lam_c))
+        per_seed["svd_transition_estimate_error"].append(
+            abs(fit_transition(sv.lam.to_numpy(), sv.svd_q_u.to_numpy() ** 2, sv.svd_q_v.to_numpy() ** 2) - lam_c))
+        ratios = []
+        for lam in sorted(runs[(runs.seed_index == s) & (runs.init == "stall")].lam.unique()):
+            level = cfg.stall_fraction * bbp_overlaps(lam, c)[0]
+            t_half = {}
+            for init in STALL_INITS:
+                g = traj[(traj.instance == f"lam{lam:.3f}_s{s}") & (traj.init == init)].sort_values("t")
+                t_half[init] = time_to_reach(g.t.to_numpy(), g.q_u.to_numpy(), level)
+            ratios.append(t_half["stall"] / max(t_half["stall_mirror"], times[1]))
+            stall_rows.append({"lam": float(lam), "seed_index": int(s), "t_half_stall": t_half["stall"],
+                               "t_half_mirror": t_half["stall_mirror"], "slowdown": ratios[-1]})
+        per_seed["stall_slowdown"].append(float(np.median(ratios)) if ratios else float("nan"))
+
+    per_lambda = (runs[~runs.init.isin(STALL_INITS)].groupby("lam")
+                  .agg(max_gap_mean=("max_gap", "mean"), max_gap_max=("max_gap", "max"),
+                       limit_error_mean=("limit_error", "mean")).reset_index()
+                  .merge(svd.groupby("lam").agg(svd_q_u=("svd_q_u", "mean"), svd_q_v=("svd_q_v", "mean"),
+                                                 svd_error_mean=("svd_error", "mean")).reset_index(), on="lam"))
+    per_lambda["bbp_q_u"] = [bbp_overlaps(lam, c)[0] for lam in per_lambda.lam]
+    per_lambda["bbp_q_v"] = [bbp_overlaps(lam, c)[1] for lam in per_lambda.lam]
+    per_lambda["outside_window"] = abs(per_lambda.lam - lam_c) >= cfg.transition_window
+
+    write_parquet(theory, paths.theory)
+    write_json({"c": c, "lambda_c": lam_c, "transition_window": cfg.transition_window,
+                "horizon": float(times[-1]), "seeds": sorted(int(s) for s in runs.seed_index.unique()),
+                "per_seed": per_seed, "per_lambda": per_lambda.to_dict(orient="records"),
+                "runs": runs.to_dict(orient="records"), "stall": stall_rows}, paths.evaluation)
+    return {k: float(np.mean(v)) for k, v in per_seed.items()}
+
+
+def main() -> None:
+    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,51 @@
+"""Great Expectations suites for the matrix_denoising tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def instances_suite() -> list[Any]:
+    """``instances``: one row per (matrix, initial condition); specs and seeds, no matrices."""
+    import great_expectations.expectations as gxe
+
+    cols = ["instance", "lam", "seed_index", "matrix_seed", "init", "alpha_u", "alpha_v", "init_seed", "p", "n"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectColumnValuesToBeBetween(column="lam", min_value=0, strict_min=True, max_value=100),
+        gxe.ExpectColumnValuesToBeBetween(column="alpha_u", min_value=-1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="alpha_v", min_value=-1, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="p", min_value=2),
+        gxe.ExpectColumnValuesToBeBetween(column="n", min_value=2),
+        gxe.ExpectColumnValuesToBeBetween(column="matrix_seed", min_value=0),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["instance", "init"]),
+    ]
+
+
+def trajectories_suite() -> list[Any]:
+    """``trajectories``: overlaps along RGD are cosines, so they lie in [-1, 1]."""
+    import great_expectations.expectations as gxe
+
+    cols = ["instance", "init", "t", "q_u", "q_v"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectColumnValuesToBeBetween(column="q_u", min_value=-1 - 1e-9, max_value=1 + 1e-9),
+        gxe.ExpectColumnValuesToBeBetween(column="q_v", min_value=-1 - 1e-9, max_value=1 + 1e-9),
+        gxe.ExpectColumnValuesToBeBetween(column="t", min_value=0),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["instance", "init", "t"]),
+    ]
+
+
+def theory_suite() -> list[Any]:
+    """``theory``: the large-dimension overlaps, also cosines."""
+    import great_expectations.expectations as gxe
+
+    cols = ["lam", "init", "t", "q_u", "q_v"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectColumnValuesToBeBetween(column="q_u", min_value=-1 - 1e-6, max_value=1 + 1e-6),
+        gxe.ExpectColumnValuesToBeBetween(column="q_v", min_value=-1 - 1e-6, max_value=1 + 1e-6),
+    ]

@@ -1,0 +1,33 @@
+"""Shared fixtures: the repository root and smoke-profile params files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+import stages  # noqa: F401  (applies the offline switches before any library is imported)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_params(tmp_path: Path, profile: str = "smoke", **edits: object) -> Path:
+    """A copy of params.yaml at ``profile``; ``edits`` maps dotted keys to new values."""
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    params["profile"] = profile
+    for dotted, value in edits.items():
+        node = params
+        *parents, last = dotted.split(".")
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    path = tmp_path / "params.yaml"
+    path.write_text(yaml.safe_dump(params, sort_keys=False))
+    return path
+
+
+@pytest.fixture
+def smoke_params(tmp_path: Path) -> Path:
+    """params.yaml at the smoke profile, in a temporary folder."""
+    return write_params(tmp_path)
