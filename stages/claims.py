@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from stages.core.config import DEFAULT_PARAMS, ConfigError, load_global
 from stages.core.io import read_json, write_text
-from stages.core.verdict import ClaimRecord
+from stages.core.verdict import VERDICTS, ClaimRecord
 
 COLUMNS = ("paper", "claim", "paper's result", "measured", "verdict", "profile", "wall time (s)")
 
@@ -52,7 +52,7 @@ def index_markdown(claims: Sequence[ClaimRecord]) -> str:
         cells = [f"[{c.paper}]({c.paper}/report.md)", c.claim, c.paper_result, _measured(c),
                  f"**{c.verdict}**", c.profile, f"{c.wall_time_s:.1f}"]
         lines.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
-    counts = {v: sum(c.verdict == v for c in claims) for v in ("reproduced", "partly", "not_reproduced", "inconclusive")}
+    counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
     lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in counts.items()), ""]
     return "\n".join(lines)
 

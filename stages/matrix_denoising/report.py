@@ -154,7 +154,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     if has_stall:
         stall = pd.DataFrame(ev["stall"])
         md += ["![stall](plots/stall.png)", "", "Time for |⟨u*, u_t⟩| to reach "
-               "the stated fraction of its BBP value (censored at the horizon):", markdown_table(stall.to_dict("records"))]
+               "the stated fraction of its BBP value (censored at the horizon):",
+               markdown_table(stall.to_dict("records"))]
     write_markdown("\n".join(md), paths.report)
     write_json(metrics, paths.metrics)
     write_json(claim.model_dump(), paths.claim)

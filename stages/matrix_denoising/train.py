@@ -32,8 +32,8 @@ def simulate_instance(group: pd.DataFrame, cfg: TrainConfig) -> pd.DataFrame:
     starts = [initial_vectors(u_star, v_star, r.alpha_u, r.alpha_v, int(r.init_seed)) for r in group.itertuples()]
     u0 = np.stack([s[0] for s in starts], axis=1)
     v0 = np.stack([s[1] for s in starts], axis=1)
-    n_steps = int(round(cfg.horizon / cfg.step_size))
-    stride = int(round(cfg.record_every / cfg.step_size))
+    n_steps = round(cfg.horizon / cfg.step_size)
+    stride = round(cfg.record_every / cfg.step_size)
     t, qu, qv = overlap_trajectories_rgd(x, u_star, v_star, u0, v0, cfg.step_size, n_steps, stride)
     frames = [pd.DataFrame({"instance": first.instance, "init": name, "t": t, "q_u": qu[:, j], "q_v": qv[:, j]})
               for j, name in enumerate(group["init"])]

@@ -38,7 +38,7 @@ def test_iterates_stay_on_the_spheres_and_initial_overlaps_are_exact():
 
 
 def test_noise_has_variance_one_over_n():
-    x, us, vs = sample_spiked_matrix(200, 300, 0.0, seed=0)
+    x, _us, _vs = sample_spiked_matrix(200, 300, 0.0, seed=0)
     assert x.var() * 300 == pytest.approx(1.0, rel=0.02)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pytest
 from scipy.integrate import quad
@@ -33,7 +35,7 @@ def _moment(nu: SpectralMeasures, weights: np.ndarray, outlier_weight: float, po
     return float(nu.nodes**power @ weights + outlier_part)
 
 
-def _mp_integral(f, c: float) -> float:
+def _mp_integral(f: Callable[[float], float], c: float) -> float:
     """∫ f dμ_p by adaptive quadrature of the public density plus the atom at 0."""
     a, b = (1 - np.sqrt(c)) ** 2, (1 + np.sqrt(c)) ** 2
     bulk, _ = quad(lambda x: f(x) * marchenko_pastur_density(x, c), a, b, limit=200)
@@ -246,6 +248,6 @@ def test_theory_matches_one_sampled_matrix() -> None:
         lambda: limit_overlaps(0.0, 1.0, 0.1, 0.1),
     ],
 )
-def test_invalid_inputs_raise(call) -> None:
+def test_invalid_inputs_raise(call: Callable[[], object]) -> None:
     with pytest.raises(ValueError):
         call()

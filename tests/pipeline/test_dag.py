@@ -1,0 +1,132 @@
+"""The DAG is consistent with params.yaml, the folders and the code each stage imports."""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+import shlex
+from pathlib import Path
+
+import yaml
+
+from stages.core.config import load_global
+
+ROOT = Path(__file__).resolve().parents[2]
+NOT_PAPERS = {"core", "assets", "__pycache__"}
+
+
+def _dvc() -> dict:
+    return yaml.safe_load((ROOT / "dvc.yaml").read_text())
+
+
+def _stages() -> dict:
+    return _dvc()["stages"]
+
+
+def _paper_folders() -> set[str]:
+    return {p.name for p in (ROOT / "stages").iterdir() if p.is_dir() and p.name not in NOT_PAPERS}
+
+
+def _paths(entries: list) -> list[str]:
+    return [next(iter(e)) if isinstance(e, dict) else e for e in entries]
+
+
+def test_papers_list_matches_folders_and_stages():
+    papers = set(load_global(ROOT / "params.yaml").papers)
+    assert papers == _paper_folders()
+    prefixes = {name.rsplit("-", 1)[0] for name in _stages() if "-" in name and not name.startswith("assets-")}
+    assert prefixes == papers
+    for paper in papers:
+        assert f"{paper}-report" in _stages(), f"{paper} has no report stage"
+        assert (ROOT / "tests" / paper).is_dir(), f"{paper} has no tests folder"
+
+
+def test_claims_stage_depends_on_every_claim_and_nothing_else():
+    papers = load_global(ROOT / "params.yaml").papers
+    claim_deps = {d for d in _stages()["claims"]["deps"] if d.startswith("reports/")}
+    assert claim_deps == {f"reports/{p}/claim.json" for p in papers}
+    for p in papers:
+        outs = _paths(_stages()[f"{p}-report"]["outs"])
+        assert f"reports/{p}/claim.json" in outs
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in found if m == "stages" or m.startswith("stages.")}
+
+
+def _module_file(module: str) -> Path | None:
+    base = ROOT / Path(*module.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base / "__init__.py"
+    return None
+
+
+def _closure(module: str) -> set[Path]:
+    """Every project file executed by ``python -m module`` (package __init__s included)."""
+    seen: set[Path] = set()
+    todo = [module]
+    while todo:
+        mod = todo.pop()
+        parts = mod.split(".")
+        for i in range(1, len(parts) + 1):
+            f = _module_file(".".join(parts[:i]))
+            if f is not None and f not in seen:
+                seen.add(f)
+                todo.extend(_imports(f))
+    return seen
+
+
+def test_every_stage_lists_the_code_it_imports_as_deps():
+    for name, stage in _stages().items():
+        match = re.match(r"python -m (stages[\w.]*)", stage["cmd"])
+        assert match, f"{name}: cmd must be `python -m stages....`"
+        deps = {ROOT / d for d in stage["deps"]}
+        for f in _closure(match.group(1)):
+            covered = f in deps or any(d in f.parents for d in deps)
+            assert covered, f"stage {name} imports {f.relative_to(ROOT)} but does not list it in deps"
+        for d in stage["deps"]:
+            if d.startswith("stages/"):
+                assert (ROOT / d).exists(), f"{name}: dep {d} does not exist"
+
+
+def test_every_path_on_the_command_line_is_a_dep_or_an_out():
+    for name, stage in _stages().items():
+        declared = set(stage.get("deps", [])) | set(_paths(stage.get("outs", [])))
+        declared |= set(_paths(stage.get("metrics", [])))
+        args = shlex.split(stage["cmd"])
+        values = [a for prev, a in itertools.pairwise(args) if prev.startswith("--")]
+        for value in values:
+            assert value in declared or any(d.startswith(value.rstrip("/") + "/") for d in declared), (
+                f"{name}: {value} is passed on the command line but is neither a dep nor an out")
+        for o in _paths(stage.get("outs", [])) + _paths(stage.get("metrics", [])):
+            assert o in values, f"{name}: out {o} is not passed on the command line"
+
+
+def test_reports_are_uncached_and_data_is_cached():
+    for name, stage in _stages().items():
+        for entry in stage.get("outs", []) + stage.get("metrics", []):
+            path = next(iter(entry)) if isinstance(entry, dict) else entry
+            cache = entry[path].get("cache", True) if isinstance(entry, dict) else True
+            if path.startswith("reports/"):
+                assert cache is False, f"{name}: {path} must be cache: false (committed to git)"
+            else:
+                assert cache is True, f"{name}: {path} must be cached by DVC"
+
+
+def test_metrics_and_plots_are_declared():
+    dvc = _dvc()
+    plots = {next(iter(p)) if isinstance(p, dict) else p for p in dvc.get("plots", [])}
+    for paper in load_global(ROOT / "params.yaml").papers:
+        assert f"reports/{paper}/metrics.json" in _paths(dvc["stages"][f"{paper}-report"]["metrics"])
+        assert any(p.startswith(f"reports/{paper}/plots/") for p in plots), f"{paper}: no plots declared"
