@@ -1,0 +1,1 @@
+"""Tests of the Prefect flows on a small fixture DAG."""
