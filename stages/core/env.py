@@ -37,3 +37,4 @@ def apply_offline_env(root: Path | None = None) -> None:
         os.environ.setdefault(key, value)
     for key, rel in CACHE_DIRS.items():
         os.environ.setdefault(key, str(root / rel))
+        Path(os.environ[key]).mkdir(parents=True, exist_ok=True)

@@ -36,8 +36,12 @@ class TrainerConfig(Section):
 
 def build_trainer(cfg: TrainerConfig, **extra: Any) -> Any:
     """A ``lightning.Trainer`` from the config; ``extra`` adds callbacks, loggers, paths."""
+    import logging
+
     import lightning
 
+    # the per-run banner (GPU/TPU availability, tips) repeats for every run of a grid; keep warnings
+    logging.getLogger("lightning.pytorch.utilities.rank_zero").setLevel(logging.WARNING)
     kwargs = {"logger": False, "enable_checkpointing": False, "enable_model_summary": False}
     kwargs.update(cfg.trainer_kwargs())
     kwargs.update(extra)

@@ -43,6 +43,17 @@ def repo_copy(tmp_path_factory) -> Path:
     return dest
 
 
+def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> None:
+    """Write the copy's params.yaml to ``dest`` with one dotted key changed."""
+    params = yaml.safe_load((repo / "params.yaml").read_text())
+    *parents, last = dotted.split(".")
+    node = params
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    dest.write_text(yaml.safe_dump(params, sort_keys=False))
+
+
 def _stale(repo: Path) -> set[str]:
     return set(json.loads(_run([sys.executable, "-m", "dvc", "status", "--json"], repo).stdout or "{}"))
 
@@ -62,9 +73,7 @@ def test_smoke_repro_writes_reports_and_ledger(repo_copy):
 
 @pytest.mark.slow
 def test_changing_one_param_reruns_only_its_downstream_stages(repo_copy):
-    params = yaml.safe_load((repo_copy / "params.yaml").read_text())
-    params["matrix_denoising"]["evaluate"]["stall_fraction"] = 0.4
-    (repo_copy / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    _write_edited_params(repo_copy, repo_copy / "params.yaml", "matrix_denoising.evaluate.stall_fraction", 0.4)
     assert _stale(repo_copy) == {"matrix_denoising-evaluate"}  # dvc status lists the directly changed stage
     out = _run([sys.executable, "-m", "dvc", "repro"], repo_copy).stdout
     assert "Stage 'matrix_denoising-data' didn't change, skipping" in out
@@ -78,10 +87,8 @@ def test_changing_one_param_reruns_only_its_downstream_stages(repo_copy):
 
 @pytest.mark.slow
 def test_cli_refuses_bad_params_naming_the_key(repo_copy):
-    params = yaml.safe_load((repo_copy / "params.yaml").read_text())
-    params["matrix_denoising"]["train"]["horizon"] = -1
     bad = repo_copy / "bad_params.yaml"
-    bad.write_text(yaml.safe_dump(params))
+    _write_edited_params(repo_copy, bad, "matrix_denoising.train.horizon", -1)
     proc = _run([sys.executable, "-m", "stages.matrix_denoising.train", "--params", str(bad),
                  "--instances", "data/matrix_denoising/instances.parquet",
                  "--trajectories", "t.parquet", "--timing", "t.json"], repo_copy, check=False)

@@ -1,0 +1,87 @@
+"""Step ``train``: every model × seed on next-token prediction of the training sequences (Lightning)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning
+import pandas as pd
+import torch
+from torch.nn import functional as F
+
+from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.trainer import build_trainer
+from stages.mtd_mirror_descent.config import PAPER, TrainConfig, load_train
+from stages.mtd_mirror_descent.data import load_split, read_tables
+from stages.mtd_mirror_descent.models import build_model, init_seed
+
+
+@dataclass(frozen=True)
+class Paths:
+    pi: Path = inp("π*")
+    sequences: Path = inp("sequences with λ")
+    tokens: Path = inp("tokens")
+    models: Path = out("folder: <model>_s<seed>.safetensors and manifest.json (specs, seeds, sizes)")
+    train_log: Path = out("training loss per step (Parquet)")
+
+
+class NextTokenModule(lightning.LightningModule):
+    """Cross-entropy of y_{t+1} under the model's prediction at t, over all positions."""
+
+    def __init__(self, model: torch.nn.Module, lr: float) -> None:
+        super().__init__()
+        self.model, self.lr = model, lr
+        self.losses: list[float] = []
+
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        tokens = batch[0]
+        logp = self.model(tokens)
+        loss = F.nll_loss(logp[:, :-1].reshape(-1, logp.shape[-1]), tokens[:, 1:].reshape(-1))
+        self.losses.append(float(loss.detach()))
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.model.parameters(), lr=self.lr)
+
+
+def train_one(module: NextTokenModule, train_tokens: torch.Tensor, cfg: TrainConfig, seed: int) -> None:
+    """Fit one model with the shared TrainerConfig; data order seeded."""
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(train_tokens), batch_size=cfg.batch_size,
+                                         shuffle=True, generator=torch.Generator().manual_seed(seed))
+    build_trainer(cfg.trainer).fit(module, loader)
+
+
+def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train every (model, seed); write weights and the loss curves."""
+    pi, sequences, tokens, m = read_tables(paths)
+    train_tokens, _ = load_split(sequences, tokens, "train")
+    q, seq_len = pi.shape[0], train_tokens.shape[1]
+    x = torch.as_tensor(train_tokens)
+    logs = []
+    with atomic_dir(paths.models) as folder:
+        for spec in cfg.models:
+            for s in range(cfg.n_seeds):
+                seed = init_seed(ctx.seed, spec.name, s)
+                lightning.seed_everything(seed, workers=True, verbose=False)
+                module = NextTokenModule(build_model(spec, q, m, seq_len, seed), cfg.lr)
+                train_one(module, x, cfg, seed)
+                save_safetensors(dict(module.model.state_dict()), folder / f"{spec.name}_s{s}.safetensors",
+                                 metadata={"model": spec.name, "seed_index": str(s)})
+                logs.append(pd.DataFrame({"model": spec.name, "seed_index": s,
+                                          "step": range(1, len(module.losses) + 1), "loss": module.losses}))
+        write_json({"models": [s.model_dump() for s in cfg.models], "n_seeds": cfg.n_seeds, "q": q, "m": m,
+                    "seq_len": seq_len}, folder / "manifest.json")
+    log = pd.concat(logs, ignore_index=True)
+    write_parquet(log, paths.train_log)
+    return {"runs": len(logs), "final_loss": float(log.groupby(["model", "seed_index"]).loss.last().mean())}
+
+
+def main() -> None:
+    stage_main(PAPER, "train", run, load_train, Paths)
+
+
+if __name__ == "__main__":
+    main()
