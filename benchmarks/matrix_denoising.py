@@ -48,7 +48,7 @@ def main() -> None:
         u = np.linalg.qr(np.random.default_rng(0).standard_normal((data.p, k)))[0]
         v = np.linalg.qr(np.random.default_rng(1).standard_normal((data.n, k)))[0]
         steps = 200
-        sec = _best_of(lambda u=u, v=v: [rgd_step(x, u, v, train.step_size) for _ in range(steps)])
+        sec = _best_of(lambda u=u, v=v, steps=steps: [rgd_step(x, u, v, train.step_size) for _ in range(steps)])
         results[f"rgd_steps_per_s_k{k}"] = steps / sec
     n_steps = round(train.horizon / train.step_size)
     results["seconds_per_instance_k4_default_horizon"] = n_steps / results["rgd_steps_per_s_k4"]

@@ -18,12 +18,13 @@ import re
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import stages  # noqa: F401  (applies the offline switches before Prefect is imported)
+import stages as _offline_switches  # noqa: F401  (sets the offline switches before Prefect loads)
 
+# isort: split
 import networkx as nx
 from dvc.repo import Repo
 from dvc.stage import PipelineStage
@@ -131,10 +132,11 @@ def select(dag: Dag, papers: list[str] | None = None, stage_names: list[str] | N
     return dag.closure(wanted)
 
 
-def make_runner(runner: str, address: str | None = None, workers: int = 2) -> TaskRunner:
-    """The Prefect task runner called ``runner``: a thread pool or Dask (local cluster or ``address``)."""
+def make_runner(runner: str, tasks: int, address: str | None = None, workers: int = 2) -> TaskRunner:
+    """The Prefect task runner called ``runner``: threads, or Dask (a local cluster of ``workers``, or ``address``)."""
     if runner == "threads":
-        return ThreadPoolTaskRunner(max_workers=workers)
+        # A thread per task: a task waiting for its upstream futures holds its thread.
+        return ThreadPoolTaskRunner(max_workers=max(tasks, 1))
     if runner == "dask":
         from prefect_dask import DaskTaskRunner
 
@@ -193,24 +195,26 @@ def run_stage(root: str, stage: str) -> dict[str, Any]:
     logger = get_run_logger()
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     start = time.time()
-    proc = subprocess.run([str(BIN / "dvc"), "--wait-for-lock", "repro", "--single-item", stage], cwd=root,
-                          capture_output=True, text=True, env=env)
+    lines: list[str] = []
+    with subprocess.Popen([str(BIN / "dvc"), "--wait-for-lock", "repro", "--single-item", stage], cwd=root,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
+        for line in proc.stdout:
+            lines.append(line.rstrip())
+            if lines[-1]:
+                logger.info("%s | %s", stage, lines[-1])
     end = time.time()
-    output = (proc.stdout + proc.stderr).strip()
-    if output:
-        logger.info("%s output:\n%s", stage, output)
     logger.info("%s: start=%.3f end=%.3f seconds=%.2f exit=%d", stage, start, end, end - start, proc.returncode)
     if proc.returncode != 0:
-        raise RuntimeError(f"stage {stage} failed (exit {proc.returncode}):\n{output[-2000:]}")
-    status = "ran" if f"Running stage '{stage}'" in proc.stdout else "up_to_date"
+        raise RuntimeError(f"stage {stage} failed (exit {proc.returncode}):\n" + "\n".join(lines[-40:]))
+    status = "ran" if any(f"Running stage '{stage}'" in line for line in lines) else "up_to_date"
     if is_report(stage):
         paper = paper_of(stage)
         create_markdown_artifact(markdown=report_markdown(Path(root), paper), key=artifact_key(paper),
                                  description=f"{paper}: claim and metrics")
-    return {"stage": stage, "status": status, "start": start, "end": end}
+    return {"stage": stage, "status": status, "start": start, "end": end, "pid": os.getpid()}
 
 
-@flow(name="run-stages", log_prints=True)
+@flow(name="run-stages")
 def run_stages(root: str, plan: list[str], upstream: dict[str, list[str]]) -> State:
     """Submit ``plan`` (topological order) so each stage waits for its upstream stages."""
     logger = get_run_logger()
@@ -225,7 +229,7 @@ def run_stages(root: str, plan: list[str], upstream: dict[str, list[str]]) -> St
         if state.is_completed():
             result = future.result()
             (summary.ran if result["status"] == "ran" else summary.up_to_date).append(stage)
-            summary.timings[stage] = {"start": result["start"], "end": result["end"]}
+            summary.timings[stage] = {"start": result["start"], "end": result["end"], "pid": result["pid"]}
         elif state.is_failed() and not _blocked(stage, upstream, summary):
             summary.failed.append(stage)
         else:
@@ -233,7 +237,7 @@ def run_stages(root: str, plan: list[str], upstream: dict[str, list[str]]) -> St
     logger.info("summary:\n%s", summary.as_markdown())
     create_markdown_artifact(markdown=summary.as_markdown(), key="reproduce-summary",
                              description="stages ran, up to date, failed")
-    data = summary.__dict__
+    data = asdict(summary)
     if summary.failed:
         return Failed(message=f"failed: {summary.failed}; not run: {summary.not_run}", data=data)
     return Completed(message=f"ran {len(summary.ran)}, up to date {len(summary.up_to_date)}", data=data)
@@ -251,7 +255,7 @@ def reproduce(papers: list[str] | None = None, stages: list[str] | None = None, 
     repo_root = Path(root or ROOT).resolve()
     dag = load_dag(repo_root)
     plan = select(dag, papers, stages)
-    task_runner = make_runner(runner, address)
+    task_runner = make_runner(runner, len(plan), address)
     if profile is not None:
         set_profile(repo_root, profile)
     if runner == "dask":

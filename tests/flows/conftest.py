@@ -48,9 +48,10 @@ FIXTURE_STAGES = {"assets-base", "alpha-data", "alpha-report", "beta-data", "bet
 FIXTURE_PARAMS = {"profile": "smoke", "alpha": {"n": 1, "sleep": 1}, "beta": {"n": 1, "sleep": 1, "fail": False}}
 
 
-def run(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
+def run(args: list[str], cwd: Path, check: bool = True,
+        extra_env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run a command with the venv's bin first on PATH; assert success unless ``check`` is False."""
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}", **(extra_env or {})}
     proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=600)
     if check:
         assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"

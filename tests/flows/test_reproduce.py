@@ -33,7 +33,7 @@ def test_paper_of_and_selection():
     assert select(dag, stage_names=["claims"]) == dag.stages
     with pytest.raises(SelectionError, match=r"unknown paper id\(s\) \['gamma'\]; valid: \['alpha', 'beta'\]"):
         select(dag, papers=["gamma"])
-    with pytest.raises(SelectionError, match="unknown stage name.*nope.*valid: .*alpha-data"):
+    with pytest.raises(SelectionError, match=r"unknown stage name.*nope.*valid: .*alpha-data"):
         select(dag, stage_names=["nope"])
     assert artifact_key("matrix_denoising") == "matrix-denoising-results"
 
