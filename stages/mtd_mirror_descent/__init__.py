@@ -12,6 +12,6 @@ trained transformers converge to that construction (deeper ones to more steps).
 The miniature: q = 5 tokens, m = 3 lags, π* seeded and strictly positive, λ ~ Dir(1);
 the construction (``attention_only.set_one_step_mirror_descent``) is checked against a
 separate implementation of mirror descent (``mirror_descent.py``); attention-only models
-of 3 and 5 layers and a standard transformer are trained from scratch on about 0.5M
-tokens on 2 CPU cores, far less than the paper, which the report states.
+of 3 and 5 layers and a standard transformer are trained from scratch on about 3M
+tokens each on 2 CPU cores (3000 steps), far less than the paper, which the report states.
 """

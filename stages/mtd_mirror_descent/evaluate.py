@@ -73,7 +73,7 @@ def model_outputs(model: torch.nn.Module, tokens: np.ndarray) -> tuple[np.ndarra
 
 def layer1_attention_tv(attn: np.ndarray, gamma: np.ndarray, m: int) -> tuple[float, int]:
     """Best head's mean TV between its attention over lags 1..m (+ the mass elsewhere) and γ."""
-    b, h, t, _ = attn.shape
+    t = attn.shape[2]
     pos = np.arange(m, t)
     lag_mass = np.stack([attn[:, :, pos, pos - g] for g in range(1, m + 1)], axis=-1)  # (b, h, t−m, m)
     elsewhere = 1.0 - lag_mass.sum(axis=-1)

@@ -129,7 +129,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
           f"{ev['ess_floor']:g}): " + "; ".join(f"T={t}: median {e['median']:.0f}, min {e['min']:.0f}, "
                                               f"{100 * e['frac_above_floor']:.1f}% above floor"
                                               for t, e in ev["bayes_ess"].items()), "",
-          "## Results (mean ± std over seeds)", markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
+          "## Results (mean ± std over seeds)",
+          markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
           "KL(true ‖ prediction) by context length:", markdown_table(kl_rows, digits=4),
           "Mean total-variation distance between each trained model's predictions and each estimator's "
           "(lower = closer):", markdown_table(close_rows),

@@ -31,7 +31,7 @@ def test_transition_matrix_is_row_stochastic_and_positive(pi):
 
 
 def test_empirical_lag_frequencies_match_lambda(pi):
-    tokens, lam, lags = sample_sequences(pi, 3, 4000, 3, 1.0, np.random.default_rng(1))
+    _tokens, lam, lags = sample_sequences(pi, 3, 4000, 3, 1.0, np.random.default_rng(1))
     for b in range(3):
         freq = np.bincount(lags[b, 3:], minlength=4)[1:] / (4000 - 3)
         np.testing.assert_allclose(freq, lam[b], atol=0.03)
