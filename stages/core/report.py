@@ -10,7 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from stages.core.io import atomic_path, write_text
+from stages.core.io import atomic_path, read_json, write_text
+
+
+def read_timings(folder: Path | str, steps: Sequence[str]) -> dict[str, float]:
+    """Wall time of each step from ``<folder>/<step>.json`` (written by the stage runner)."""
+    return {step: float(read_json(Path(folder) / f"{step}.json")["wall_time_s"]) for step in steps}
 
 
 def mean_std(values: Sequence[float], digits: int = 3) -> str:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import band, figure, markdown_table, mean_std, write_markdown
+from stages.core.report import band, figure, markdown_table, mean_std, read_timings, write_markdown
 from stages.core.stage import StageContext, inp, out, stage_main
 from stages.core.verdict import ClaimRecord, decide
 from stages.matrix_denoising.config import PAPER, ReportInputs, load_report
@@ -110,7 +110,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     traj = read_parquet(paths.trajectories)
     theory = read_parquet(paths.theory)
     ev = read_json(paths.evaluation)
-    timings = {step: read_json(Path(paths.timings) / f"{step}.json")["wall_time_s"] for step in TIMED_STEPS}
+    timings = read_timings(paths.timings, TIMED_STEPS)
     verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
 
     paths.plots.mkdir(parents=True, exist_ok=True)

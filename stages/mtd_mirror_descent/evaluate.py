@@ -99,9 +99,10 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         if name not in specs:
             raise ValueError(f"{PAPER}.evaluate names model '{name}', trained models are {sorted(specs)}")
     n_seeds, q, seq_len = manifest["n_seeds"], manifest["q"], manifest["seq_len"]
-    lengths = sorted(t for t in ev.lengths if m < t <= seq_len)
+    # the prediction of y_(T+1) is read at position T − 1, which training reached only if T < seq_len
+    lengths = sorted(t for t in ev.lengths if m < t < seq_len)
     if not lengths:
-        raise ValueError(f"{PAPER}.evaluate.lengths: none lies in ({m}, {seq_len}]")
+        raise ValueError(f"{PAPER}.evaluate.lengths: none lies in ({m}, {seq_len - 1}]")
     val_tokens, val_lam = load_split(sequences, tokens, "val")
     test_tokens, test_lam = load_split(sequences, tokens, "test")
     grid = np.geomspace(ev.eta_grid.low, ev.eta_grid.high, ev.eta_grid.n)

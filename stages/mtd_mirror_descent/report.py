@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import band, figure, markdown_table, mean_std, write_markdown
+from stages.core.report import band, figure, markdown_table, mean_std, read_timings, write_markdown
 from stages.core.stage import StageContext, inp, out, stage_main
 from stages.core.verdict import ClaimRecord, decide
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
@@ -75,14 +75,16 @@ def plot_attention(ev: dict[str, Any], path: Path) -> bool:
     return True
 
 
-def plot_training(log: Any, path: Path) -> None:
-    """Training loss per step, seeds as bands."""
+def plot_training(log: Any, path: Path, window: int = 50) -> None:
+    """Training loss per step (moving average over ``window`` steps), seeds as bands."""
     with figure(path, figsize=(7, 4)) as (_, ax):
         for name, g in log.groupby("model", sort=False):
             runs = np.stack([r.sort_values("step").loss.to_numpy() for _, r in g.groupby("seed_index")])
-            band(ax, np.arange(1, runs.shape[1] + 1), runs, name)
+            w = min(window, runs.shape[1])
+            smooth = np.stack([np.convolve(r, np.ones(w) / w, mode="valid") for r in runs])
+            band(ax, np.arange(w, runs.shape[1] + 1), smooth, name)
         ax.set_xlabel("step")
-        ax.set_ylabel("next-token cross-entropy (nats)")
+        ax.set_ylabel(f"next-token cross-entropy (nats, {window}-step mean)")
         ax.legend(fontsize=8)
 
 
@@ -90,7 +92,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
     log = read_parquet(paths.train_log)
-    timings = {step: read_json(Path(paths.timings) / f"{step}.json")["wall_time_s"] for step in TIMED_STEPS}
+    timings = read_timings(paths.timings, TIMED_STEPS)
     verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_kl(ev, paths.plots / "kl_vs_length.png")
