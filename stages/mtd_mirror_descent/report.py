@@ -127,6 +127,10 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
           "mixture-of-distributions readout (the construction's class) and a standard pre-norm transformer with "
           f"absolute positions, trained from scratch for {int(steps.max())} steps each. The hand-set 3-layer "
           f"construction reproduces one-step MD to max |Δp| = {ev['construction_max_abs_error']:.2e} on the test set.",
+          "", "Sizing history: the first default runs (500 steps, rows of π* from Dir(1)) left every model at "
+          "or above the uniform-λ predictor, because knowing λ was worth little there; the default was resized "
+          "(3000 steps, rows from Dir(0.3), sequences of T_max + 1 tokens) before this run. The verdict rule "
+          "was not changed (params.yaml comments give the numbers).",
           "", "Bayes importance sampling, effective sample size per T (floor "
           f"{ev['ess_floor']:g}): " + "; ".join(f"T={t}: median {e['median']:.0f}, min {e['min']:.0f}, "
                                               f"{100 * e['frac_above_floor']:.1f}% above floor"
