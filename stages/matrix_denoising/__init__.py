@@ -1,7 +1,7 @@
 """Rank-one rectangular matrix denoising: exact learning dynamics of gradient descent.
 
-Paper: "Learning dynamics of gradient descent for rectangular rank-one matrix
-denoising" (ICLR 2026; abstract in the project's seed list).
+Paper: "Gradient Descent Dynamics of Rank-One Matrix Denoising" (ICLR 2026,
+OpenReview S5oAnaIbgb).
 
 Claim, in our words: for X = Z + λ u* v*ᵀ (p × n, Gaussian noise of variance 1/n),
 gradient descent on ½‖X − u vᵀ‖² over the unit spheres has overlaps ⟨u*, u_t⟩,

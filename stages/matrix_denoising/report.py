@@ -17,7 +17,7 @@ from stages.matrix_denoising.config import PAPER, ReportInputs, load_report
 from stages.matrix_denoising.theory import bbp_overlaps
 
 TIMED_STEPS = ("data", "train", "evaluate")
-TITLE = "Learning dynamics of gradient descent for rank-one rectangular matrix denoising (ICLR 2026)"
+TITLE = "Gradient Descent Dynamics of Rank-One Matrix Denoising (ICLR 2026, OpenReview S5oAnaIbgb)"
 CLAIM = ("In the large-dimension limit, the overlaps of gradient-descent estimates with the true singular "
          "vectors follow closed-form trajectories (random matrix theory), converge to the BBP overlaps above "
          "λ_c = c^{1/4} and to 0 below, and stall when the initial overlaps have a specific SNR-dependent ratio.")

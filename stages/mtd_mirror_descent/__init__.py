@@ -1,7 +1,7 @@
 """Transformers learn mirror descent in context for Mixture of Transition Distributions.
 
-Paper: "Transformers learn to implement mirror descent in context for Mixture of
-Transition Distributions" (ICLR 2026; abstract in the project's seed list).
+Paper: "Transformers Learn Latent Mixture Models In-Context via Mirror Descent"
+(D'Angelo & Flammarion, ICLR 2026; OpenReview SHidElLSVt, arXiv 2604.10848).
 
 Claim, in our words: when each next token is drawn from π*(y_{t−g}, ·) with a lag g ~ λ
 and λ is fresh per sequence, predicting well means estimating λ in context; one step

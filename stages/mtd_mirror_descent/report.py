@@ -15,7 +15,8 @@ from stages.core.verdict import ClaimRecord, decide
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
 
 TIMED_STEPS = ("data", "train", "evaluate")
-TITLE = "Transformers learn to implement mirror descent in context for Mixture of Transition Distributions (ICLR 2026)"
+TITLE = ("Transformers Learn Latent Mixture Models In-Context via Mirror Descent "
+         "(D'Angelo & Flammarion, ICLR 2026; OpenReview SHidElLSVt, arXiv 2604.10848)")
 CLAIM = ("On sequences from a Mixture of Transition Distributions, a three-layer transformer can compute one step "
          "of entropic mirror descent on the in-context likelihood of the mixture weights (a first-order "
          "approximation of the Bayes predictor), and trained transformers converge to that construction; deeper "
