@@ -6,11 +6,14 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from stages.core.io import atomic_path, read_json, write_text
+
+if TYPE_CHECKING:
+    from stages.core.verdict import ClaimRecord
 
 
 def read_timings(folder: Path | str, steps: Sequence[str]) -> dict[str, float]:
@@ -75,3 +78,20 @@ def band(ax: Any, x: np.ndarray, runs: np.ndarray, label: str, color: str | None
 def write_markdown(text: str, path: Path | str) -> None:
     """Write a Markdown document atomically."""
     write_text(text.rstrip() + "\n", path)
+
+
+def report_opening(claim: ClaimRecord, timings: Mapping[str, float]) -> list[str]:
+    """Title, verdict line (profile, seeds, wall time per step), the claim and the paper's own result."""
+    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
+    return [f"# {claim.title}", "", f"**Verdict: {claim.verdict}** (profile `{claim.profile}`, seeds {claim.seeds}, "
+            f"wall time {claim.wall_time_s:.1f} s: {steps})", "",
+            "## Claim", claim.claim, "", "## The paper's result", claim.paper_result, ""]
+
+
+def verdict_section(claim: ClaimRecord) -> list[str]:
+    """The rule in words and each check's status with its per-seed values."""
+    rows = [{"check": o.description, "status": o.status,
+             "per-seed values": ", ".join("n/a" if v is None else f"{v:.4f}" for v in o.values)} for o in claim.checks]
+    return ["## Verdict", f"Rule (fixed in params.yaml before the first default run): {claim.verdict_rule}.", "",
+            markdown_table(rows)]
+

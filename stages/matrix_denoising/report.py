@@ -10,7 +10,16 @@ import numpy as np
 import pandas as pd
 
 from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import band, figure, markdown_table, mean_std, read_timings, write_markdown
+from stages.core.report import (
+    band,
+    figure,
+    markdown_table,
+    mean_std,
+    read_timings,
+    report_opening,
+    verdict_section,
+    write_markdown,
+)
 from stages.core.stage import StageContext, inp, out, stage_main
 from stages.core.verdict import ClaimRecord, decide
 from stages.matrix_denoising.config import PAPER, ReportInputs, load_report
@@ -130,9 +139,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
 
     first = instances.iloc[0]
     per_lam = pd.DataFrame(ev["per_lambda"])
-    md = [f"# {TITLE}", "", f"**Verdict: {verdict}** (profile `{ctx.profile}`, seeds {ev['seeds']}, "
-          f"wall time {wall:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) + ")", "",
-          "## Claim", CLAIM, "", "## The paper's result", PAPER_RESULT, "",
+    md = [*report_opening(claim, timings),
           "## What the miniature does",
           f"X = Z + λ u* v*ᵀ with p = {int(first.p)}, n = {int(first.n)} (c = {ev['c']:.3f}, "
           f"λ_c = c^(1/4) = {ev['lambda_c']:.4f}), λ ∈ {sorted(per_lam.lam.tolist())}, "
@@ -151,10 +158,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
           "limits n → ∞ and t → ∞ do not commute there, so the trajectory gap grows with the horizon. "
           f"Max gap per seed above λ_c + window: {headline['max_trajectory_gap_above']}; "
           f"below λ_c − window: {headline['max_trajectory_gap_below']}.", "",
-          "## Verdict", f"Rule (fixed in params.yaml before the first default run): {cfg.verdict.describe()}.", "",
-          markdown_table([{"check": o.description, "status": o.status,
-                           "per-seed values": ", ".join("n/a" if v is None else f"{v:.4f}" for v in o.values)}
-                          for o in outcomes]),
+          *verdict_section(claim),
           "## Plots", "![trajectories](plots/trajectories.png)", "", "![limits](plots/limits_vs_lambda.png)", ""]
     if has_stall:
         stall = pd.DataFrame(ev["stall"])

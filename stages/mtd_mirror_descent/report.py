@@ -9,7 +9,16 @@ from typing import Any
 import numpy as np
 
 from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import band, figure, markdown_table, mean_std, read_timings, write_markdown
+from stages.core.report import (
+    band,
+    figure,
+    markdown_table,
+    mean_std,
+    read_timings,
+    report_opening,
+    verdict_section,
+    write_markdown,
+)
 from stages.core.stage import StageContext, inp, out, stage_main
 from stages.core.verdict import ClaimRecord, decide
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
@@ -116,9 +125,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  "untrained TV": mean_std([a["untrained_tv"] for a in runs], 3)}
                 for n, runs in ev["attention"].items() if runs]
     steps = log.groupby(["model", "seed_index"]).step.max()
-    md = [f"# {TITLE}", "", f"**Verdict: {verdict}** (profile `{ctx.profile}`, seeds {ev['seeds']}, wall time "
-          f"{wall:.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()) + ")", "",
-          "## Claim", CLAIM, "", "## The paper's result", PAPER_RESULT, "",
+    md = [*report_opening(claim, timings),
           "## What the miniature does",
           f"Test sequences: {ev['n_test']}; prediction of y_(T+1) from y_(1..T) for T in {lengths}. Estimators: "
           f"uniform λ; k-step mirror descent from uniform with η chosen on the validation split "
@@ -143,10 +150,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
           "(lower = closer):", markdown_table(close_rows),
           "Layer-1 attention vs the responsibilities γ (TV of the best head; the untrained model has the same "
           "initialisation):", markdown_table(att_rows) if att_rows else "_(no attention-only models)_\n",
-          "## Verdict", f"Rule (fixed in params.yaml before the first default run): {cfg.verdict.describe()}.", "",
-          markdown_table([{"check": o.description, "status": o.status,
-                           "per-seed values": ", ".join("n/a" if v is None else f"{v:.4f}" for v in o.values)}
-                          for o in outcomes]),
+          *verdict_section(claim),
           "## Plots", "![KL vs T](plots/kl_vs_length.png)", "", "![training](plots/training_loss.png)", ""]
     if has_attention:
         md += ["![attention](plots/attention_vs_gamma.png)", ""]
