@@ -8,12 +8,11 @@ throughput (chunks/s of the retrieval index's own chunks). Needs the asset stage
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
 import stages  # noqa: F401  (offline switches)
+from benchmarks.common import machine_info
 from stages.assets.corpus import load_corpus
 from stages.assets.minilm import load_sentence_encoder
 from stages.assets.retrieval import load_retrieval_index
@@ -47,9 +46,7 @@ def main() -> None:
     encoder, enc_load = _timed(lambda: load_sentence_encoder(args.encoder))
     chunks = load_retrieval_index(args.index).chunks["text"].head(256).tolist()
     _, enc_time = _timed(lambda: encoder.encode(chunks, batch_size=64, normalize_embeddings=True))
-    write_json({"benchmark": "assets", "threads": args.threads, "load_average_1min": os.getloadavg()[0],
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                            "processor": platform.machine()},
+    write_json({"benchmark": "assets", "threads": args.threads, "machine": machine_info(),
                 "smollm2_load_s": lm_load, "smollm2_tokens_scored": sum(len(s) - 1 for s in seqs),
                 "smollm2_score_tokens_per_s": sum(len(s) - 1 for s in seqs) / lm_score,
                 "minilm_load_s": enc_load, "minilm_chunks_per_s": len(chunks) / enc_time}, args.out)

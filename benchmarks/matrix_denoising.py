@@ -8,13 +8,13 @@ and the cost of one closed-form theory curve.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
 from pathlib import Path
 
 import numpy as np
 
 import stages  # noqa: F401  (offline switches)
+from benchmarks.common import machine_info
 from stages.core.config import load_section
 from stages.core.io import write_json
 from stages.core.seeding import apply_threads
@@ -56,8 +56,7 @@ def main() -> None:
     results["theory_curve_ms_241_points"] = 1000 * _best_of(lambda: overlap_trajectories(t, 0.75, 1.5, 0.3, 0.3))
     results["svd_seconds"] = _best_of(lambda: np.linalg.svd(x, full_matrices=False), repeats=2)
     write_json({"benchmark": "matrix_denoising", "p": data.p, "n": data.n, "threads": args.threads,
-                "machine": {"cpus": __import__("os").cpu_count(), "python": platform.python_version(),
-                            "processor": platform.machine()},
+                "machine": machine_info(),
                 "results": {k: round(v, 4) for k, v in results.items()}}, args.out)
     print(args.out.read_text())
 

@@ -8,8 +8,6 @@ the default grid, and the cost of the estimators on the default test split.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import time
 from pathlib import Path
 
@@ -17,6 +15,7 @@ import numpy as np
 import torch
 
 import stages  # noqa: F401  (offline switches)
+from benchmarks.common import machine_info
 from stages.core.config import load_section
 from stages.core.io import write_json
 from stages.core.seeding import apply_threads
@@ -64,8 +63,7 @@ def main() -> None:
     bayes_posterior_mean(pi, tokens[:, :128], data.m, data.dirichlet_alpha, ev.bayes_samples, gen)
     results["bayes_seconds_test_split_T128"] = time.perf_counter() - start
     write_json({"benchmark": "mtd_mirror_descent", "batch_size": train.batch_size, "seq_len": data.seq_len,
-                "threads": args.threads, "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                                                     "processor": platform.machine()},
+                "threads": args.threads, "machine": machine_info(),
                 "results": {k: round(v, 4) for k, v in results.items()}}, args.out)
     print(args.out.read_text())
 

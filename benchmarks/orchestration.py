@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from pathlib import Path
 import yaml
 
 import stages  # noqa: F401  (offline switches)
+from benchmarks.common import machine_info
 from stages.core.io import write_json
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,8 +96,7 @@ def main() -> None:
                 "seconds": {k: round(v, 2) for k, v in seconds.items()},
                 "ratio_to_dvc_repro": {k: round(v / base, 3) for k, v in seconds.items()},
                 "prefect_server_startup_s": round(server_s, 2),
-                "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                            "processor": platform.machine()}}, args.out)
+                "machine": machine_info()}, args.out)
     print(args.out.read_text())
 
 
