@@ -89,16 +89,9 @@ class EvaluateInputs(Section):
     dirichlet_alpha: float = Field(gt=0)
 
 
-class ReportConfig(Section):
-    """Which test sequence the attention-map plot shows."""
-
-    attention_example: int = Field(ge=0)
-
-
 class ReportInputs(Section):
-    """The report step reads its own section and the verdict rule."""
+    """The report step reads the verdict rule (its plots and tables have no params)."""
 
-    report: ReportConfig
     verdict: VerdictRule
 
 
@@ -119,6 +112,5 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``mtd_mirror_descent.report`` and ``mtd_mirror_descent.verdict``."""
-    return ReportInputs(report=load_section(ReportConfig, f"{PAPER}.report", params),
-                        verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
+    """``mtd_mirror_descent.verdict``."""
+    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
