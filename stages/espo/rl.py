@@ -1,0 +1,156 @@
+"""Step ``rl``: the GRPO-style loop, once per (task, objective variant, seed), from the warm start.
+
+Everything is shared across objectives (prompts, G samples per prompt, group-relative
+advantages without std scaling, μ inner updates, clipping, β, the reference model, the
+seeded generator); only the likelihood proxy and the action granularity differ:
+d1 (mean-field token ratios), token_elbo (ELBO-term token ratios) or espo (sequence ratio).
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from stages.core.gx import validate_table
+from stages.core.io import atomic_dir, load_safetensors, read_json, save_safetensors, write_json, write_parquet
+from stages.core.rl import clip_fraction, group_relative_advantages
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, cap_threads, load_rl
+from stages.espo.data import Examples, read_tables, task_examples
+from stages.espo.diffusion import MaskedDiffusionLM, sample
+from stages.espo.elbo import (
+    elbo_mask_samples,
+    elbo_token_terms,
+    espo_loss,
+    mean_field_logprobs,
+    token_level_loss,
+)
+from stages.espo.expectations import rl_log_suite
+from stages.espo.tasks import decode
+
+
+@dataclass(frozen=True)
+class Paths:
+    sudoku: Path = inp("Sudoku table")
+    countdown: Path = inp("Countdown table")
+    warmstart: Path = inp("warm-start weights and manifest")
+    models: Path = out("folder: <task>__<variant>__s<seed>.safetensors and manifest.json")
+    rl_log: Path = out("one row per (run, iteration): mean reward, loss, clip fraction, KL proxy (Parquet)")
+
+
+def run_name(task: str, variant: str, seed_index: int) -> str:
+    """File-safe name of one RL run."""
+    return f"{task}__{variant}__s{seed_index}"
+
+
+def load_policy(folder: Path, task: str, spec: ModelConfig, max_len: int) -> MaskedDiffusionLM:
+    """The warm-start (or an RL) model of a task."""
+    model = MaskedDiffusionLM(spec.d_model, spec.n_layers, spec.n_heads, max_len)
+    model.load_state_dict(load_safetensors(folder / f"{task}.safetensors"))
+    return model
+
+
+def policy_terms(model: torch.nn.Module, variant: Variant, prompt: torch.Tensor, completion: torch.Tensor,
+                 noise: torch.Tensor) -> torch.Tensor:
+    """Per-token likelihood proxy (B, L): d1 mean-field log-probs, or the ELBO's per-token terms."""
+    if variant.objective == "d1":
+        return mean_field_logprobs(model, prompt, completion, noise)
+    return elbo_token_terms(model, prompt, completion, noise)
+
+
+def objective_loss(variant: Variant, new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor, adv: torch.Tensor,
+                   noise: torch.Tensor, cfg: RLConfig) -> tuple[torch.Tensor, float]:
+    """The variant's loss and its clip fraction (sequence or token level)."""
+    length = new.shape[1]
+    if variant.objective == "espo":
+        e_new, e_old, e_ref = new.sum(1), old.sum(1), ref.sum(1)
+        log_ratio = (e_new - e_old) / (length if variant.per_token_ratio else 1)
+        loss = espo_loss(e_new, e_old, e_ref, adv, length, cfg.clip_eps, cfg.beta, variant.kl, variant.per_token_ratio)
+        return loss, clip_fraction(log_ratio, cfg.clip_eps)
+    token_mask = torch.ones_like(new, dtype=torch.bool) if variant.objective == "d1" else noise.any(0)
+    loss = token_level_loss(new, old, ref, adv, token_mask, cfg.clip_eps, cfg.beta, variant.kl)
+    return loss, clip_fraction(new - old, cfg.clip_eps, token_mask)
+
+
+def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg: RLConfig,
+              seed: int, desc: str) -> list[dict[str, float]]:
+    """One RL run in place on ``policy``; returns the per-iteration log."""
+    gen = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    reference = copy.deepcopy(policy).requires_grad_(False)
+    opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    length, g = train.completion_length, cfg.group_size
+    log = []
+    for it in tqdm(range(1, cfg.iterations + 1), desc=desc, unit="it", leave=False):
+        idx = torch.randint(len(train), (cfg.prompts_per_iteration,), generator=gen).repeat_interleave(g)
+        prompt = train.prompts[idx]
+        completion = sample(policy, prompt, length, cfg.rollout_steps, cfg.temperature, gen)
+        rewards = torch.tensor([train.reward(int(i), decode(c)) for i, c in zip(idx, completion, strict=True)])
+        adv = group_relative_advantages(rewards.view(-1, g)).view(-1)
+        if variant.objective == "d1":  # a fresh prompt mask per inner update (d1), shared by θ, old and ref
+            noises = [torch.rand(prompt.shape, generator=gen) < cfg.d1_prompt_mask for _ in range(cfg.inner_updates)]
+        else:  # one set of ELBO masks per rollout batch, shared by θ, old and ref (ESPO recipe)
+            masks = elbo_mask_samples(len(idx), length, cfg.mc_samples, cfg.complementary_masks, gen)
+            noises = [masks] * cfg.inner_updates
+        with torch.no_grad():
+            olds = [policy_terms(policy, variant, prompt, completion, n) for n in noises]
+            refs = [policy_terms(reference, variant, prompt, completion, n) for n in noises]
+        losses, clips = [], []
+        for noise, old, ref in zip(noises, olds, refs, strict=True):
+            new = policy_terms(policy, variant, prompt, completion, noise)
+            loss, clipped = objective_loss(variant, new, old, ref, adv, noise, cfg)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
+            opt.step()
+            losses.append(float(loss.detach()))
+            clips.append(clipped)
+        with torch.no_grad():
+            kl_proxy = float((olds[0].sum(1) - refs[0].sum(1)).mean())
+        log.append({"iteration": it, "reward": float(rewards.mean()), "success": float((rewards >= 1).float().mean()),
+                    "loss": sum(losses) / len(losses), "clip_fraction": sum(clips) / len(clips),
+                    "logp_minus_ref": kl_proxy})
+    return log
+
+
+def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Every (task, variant, seed) of the grid; final weights and reward curves."""
+    cap_threads(cfg.max_threads)
+    tables = read_tables(paths)
+    manifest = read_json(Path(paths.warmstart) / "manifest.json")
+    spec = ModelConfig(**manifest["model"])
+    frames, runs = [], []
+    with atomic_dir(paths.models) as folder:
+        for entry in cfg.grid:
+            train = task_examples(tables, entry.task, "train")
+            max_len = manifest["tasks"][entry.task]["max_len"]
+            for name in entry.variants:
+                for s in range(entry.n_seeds):
+                    policy = load_policy(Path(paths.warmstart), entry.task, spec, max_len)
+                    rn = run_name(entry.task, name, s)
+                    log = train_one(policy, train, cfg.variants[name], cfg, derive_seed(ctx.seed, PAPER, "rl",
+                                                                                        entry.task, s), rn)
+                    save_safetensors(dict(policy.state_dict()), folder / f"{rn}.safetensors")
+                    frames.append(pd.DataFrame(log).assign(run=rn, task=entry.task, variant=name, seed_index=s))
+                    runs.append({"run": rn, "task": entry.task, "variant": name, "seed_index": s,
+                                 **cfg.variants[name].model_dump()})
+        write_json({"model": manifest["model"], "runs": runs}, folder / "manifest.json")
+    rl_log = pd.concat(frames, ignore_index=True)
+    validate_table(rl_log, f"{PAPER}.rl_log", rl_log_suite(len(rl_log)))
+    write_parquet(rl_log, paths.rl_log)
+    return {"runs": len(runs), "iterations": cfg.iterations}
+
+
+def main() -> None:
+    stage_main(PAPER, "rl", run, load_rl, Paths)
+
+
+if __name__ == "__main__":
+    main()

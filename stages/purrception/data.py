@@ -1,0 +1,93 @@
+"""Step ``data``: seeded train/test subsets of the image asset, resized, as a uint8 array + validated index."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch.nn import functional as F
+
+from stages.assets.images import load_images
+from stages.core.gx import validate_table
+from stages.core.io import atomic_path, read_parquet, write_parquet
+from stages.core.seeding import rng
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.purrception.config import PAPER, DataConfig, load_data
+from stages.purrception.expectations import image_index_suite
+
+N_CLASSES = 10  # Fashion-MNIST and sklearn digits both have ten classes
+
+
+@dataclass(frozen=True)
+class Paths:
+    asset: Path = inp("image asset folder (data/assets/fashion-mnist; digits for smoke tests)")
+    images: Path = out("uint8 array (n, S, S) of the chosen images (.npy)")
+    index: Path = out("one row per image: split, row, label, pixel_mean (Parquet)")
+
+
+def resize(images: np.ndarray, pixel_max: int, size: int) -> np.ndarray:
+    """Rescale to 0..255 and resize to size×size (area averaging when shrinking), as uint8."""
+    x = torch.as_tensor(images, dtype=torch.float32)[:, None] * (255.0 / pixel_max)
+    if x.shape[-1] != size:
+        x = F.interpolate(x, size=(size, size), mode="area" if size < x.shape[-1] else "bilinear")
+    return x[:, 0].round().clamp(0, 255).to(torch.uint8).numpy()
+
+
+def build(cfg: DataConfig, asset: Path, seed: int) -> tuple[np.ndarray, pd.DataFrame]:
+    """The seeded subsets (train first, then test) and their index table."""
+    splits = load_images(asset)
+    if len(splits.classes) != N_CLASSES:
+        raise ValueError(f"{PAPER}: {asset} has {len(splits.classes)} classes, the feature net expects {N_CLASSES}")
+    arrays, frames = [], []
+    for split, imgs, labels, n in (("train", splits.train_images, splits.train_labels, cfg.n_train),
+                                   ("test", splits.test_images, splits.test_labels, cfg.n_test)):
+        if n > len(imgs):
+            raise ValueError(f"{PAPER}.data.n_{split}={n} exceeds the {len(imgs)} {split} images of {asset}")
+        pick = np.sort(rng(seed, PAPER, "subset", split).choice(len(imgs), size=n, replace=False))
+        small = resize(imgs[pick], splits.pixel_max, cfg.image_size)
+        start = sum(len(a) for a in arrays)
+        arrays.append(small)
+        frames.append(pd.DataFrame({"split": split, "row": np.arange(start, start + n), "label": labels[pick],
+                                    "pixel_mean": small.reshape(n, -1).mean(axis=1)}))
+    return np.concatenate(arrays), pd.concat(frames, ignore_index=True)
+
+
+def validate(images: np.ndarray, index: pd.DataFrame) -> None:
+    """The array and its index agree; the index passes its suite."""
+    if images.ndim != 3 or images.dtype != np.uint8 or images.shape[1] != images.shape[2]:
+        raise ValueError(f"{PAPER}.images: expected a uint8 array (n, S, S), got {images.shape} {images.dtype}")
+    validate_table(index, f"{PAPER}.images", image_index_suite(len(images), N_CLASSES))
+
+
+def read_images(images_path: Path, index_path: Path) -> dict[str, tuple[torch.Tensor, np.ndarray]]:
+    """Validated {split: (images float32 (n, S, S) in [0, 1], labels)}."""
+    images, index = np.load(images_path, allow_pickle=False), read_parquet(index_path)
+    validate(images, index)
+    out_: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
+    for split in ("train", "test"):
+        rows = index[index.split == split].sort_values("row")
+        out_[split] = (torch.as_tensor(images[rows.row.to_numpy()], dtype=torch.float32) / 255.0,
+                       rows.label.to_numpy())
+    return out_
+
+
+def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Build, validate and write the array and its index."""
+    images, index = build(cfg, paths.asset, ctx.seed)
+    validate(images, index)
+    with atomic_path(paths.images) as tmp, open(tmp, "wb") as fh:
+        np.save(fh, images, allow_pickle=False)
+    write_parquet(index, paths.index)
+    return {"n_train": cfg.n_train, "n_test": cfg.n_test, "image_size": cfg.image_size}
+
+
+def main() -> None:
+    stage_main(PAPER, "data", run, load_data, Paths)
+
+
+if __name__ == "__main__":
+    main()

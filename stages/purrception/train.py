@@ -1,0 +1,119 @@
+"""Step ``train``: every objective × seed on the tokenised train images, weights kept at each checkpoint."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning
+import pandas as pd
+import torch
+
+from stages.core.gx import validate_table
+from stages.core.io import atomic_dir, load_safetensors, read_json, save_safetensors, write_json, write_parquet
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.trainer import build_trainer
+from stages.purrception.config import PAPER, TrainConfig, load_train
+from stages.purrception.expectations import train_log_suite
+from stages.purrception.flow_matching import FlowTransformer, training_loss
+from stages.purrception.tokenizer import read_codes
+
+
+@dataclass(frozen=True)
+class Paths:
+    tokenizer: Path = inp("VQ-VAE folder (its codebook is the embedding space)")
+    codes: Path = inp("code grids")
+    generators: Path = out("folder: <method>_s<seed>_step<k>.safetensors and manifest.json")
+    train_log: Path = out("training loss per step (Parquet)")
+
+
+def flow_codebook(tokenizer: Path) -> tuple[torch.Tensor, float]:
+    """The codebook divided by its overall std, so code embeddings have the scale of z₀ ~ N(0, I)."""
+    codebook = load_safetensors(Path(tokenizer) / "vqvae.safetensors")["codebook.weight"].float()
+    scale = float(codebook.std())
+    return codebook / scale, scale
+
+
+class FlowModule(lightning.LightningModule):
+    """One objective; a copy of the weights is kept at every checkpoint step."""
+
+    def __init__(self, model: FlowTransformer, codebook: torch.Tensor, cfg: TrainConfig) -> None:
+        super().__init__()
+        self.model, self.cfg = model, cfg
+        self.register_buffer("codebook", codebook)
+        self.losses: list[float] = []
+        self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
+
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        loss = training_loss(self.model, batch[0], self.codebook, self.cfg.t_eps, self.cfg.z_loss_weight)
+        self.losses.append(float(loss.detach()))
+        return loss
+
+    def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
+        if self.global_step in self.cfg.checkpoints:
+            self.snapshots[self.global_step] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=0.0)
+
+
+def build_flow_model(cfg: dict[str, Any] | TrainConfig, method: str) -> FlowTransformer:
+    """The shared network with the method's input and head, from the train manifest (or config)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
+    return FlowTransformer(method, get("codebook_size"), get("code_dim"), get("seq_len"), get("d_model"),
+                           get("n_layers"), get("n_heads"))
+
+
+def load_generator(folder: Path, method: str, seed_index: int, step: int) -> FlowTransformer:
+    """One trained generator at one checkpoint."""
+    manifest = read_json(Path(folder) / "manifest.json")
+    model = build_flow_model(manifest, method)
+    model.load_state_dict(load_safetensors(Path(folder) / f"{method}_s{seed_index}_step{step}.safetensors"))
+    return model.eval()
+
+
+def run_seed(ctx_seed: int, method: str, s: int) -> int:
+    """The torch seed of one training run."""
+    return derive_seed(ctx_seed, PAPER, "train", method, s) % 2**32
+
+
+def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train every (method, seed) for the same number of steps; write checkpoints and loss curves."""
+    tok = read_json(Path(paths.tokenizer) / "manifest.json")
+    seq_len = tok["grid"] ** 2
+    codebook, scale = flow_codebook(paths.tokenizer)
+    codes = read_codes(paths.codes, tok["codebook_size"], seq_len)
+    shape = {"codebook_size": tok["codebook_size"], "code_dim": tok["code_dim"], "seq_len": seq_len,
+             "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads}
+    logs = []
+    with atomic_dir(paths.generators) as folder:
+        for method in cfg.methods:
+            for s in range(cfg.n_seeds):
+                seed = run_seed(ctx.seed, method, s)
+                lightning.seed_everything(seed, workers=True, verbose=False)
+                module = FlowModule(build_flow_model(shape, method), codebook, cfg)
+                loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(codes), batch_size=cfg.batch_size,
+                                                     shuffle=True, drop_last=True,
+                                                     generator=torch.Generator().manual_seed(seed))
+                build_trainer(cfg.trainer).fit(module, loader)
+                for step, state in module.snapshots.items():
+                    save_safetensors(state, folder / f"{method}_s{s}_step{step}.safetensors",
+                                     metadata={"method": method, "seed_index": str(s), "step": str(step)})
+                logs.append(pd.DataFrame({"method": method, "seed_index": s,
+                                          "step": range(1, len(module.losses) + 1), "loss": module.losses}))
+        write_json({**shape, "methods": list(cfg.methods), "n_seeds": cfg.n_seeds, "checkpoints": cfg.checkpoints,
+                    "codebook_scale": scale}, folder / "manifest.json")
+    log = pd.concat(logs, ignore_index=True)
+    validate_table(log, f"{PAPER}.train_log", train_log_suite(list(cfg.methods), len(log)))
+    write_parquet(log, paths.train_log)
+    return {"runs": len(logs), "final_loss": log.groupby(["method", "seed_index"]).loss.last().to_dict()}
+
+
+def main() -> None:
+    stage_main(PAPER, "train", run, load_train, Paths)
+
+
+if __name__ == "__main__":
+    main()

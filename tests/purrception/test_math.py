@@ -1,0 +1,112 @@
+"""The paper's equations and the metrics against hand-computed values."""
+
+import numpy as np
+import pytest
+import torch
+
+from stages.purrception.flow_matching import (
+    FlowTransformer,
+    interpolate,
+    mask_codes,
+    posterior_mean,
+    purrception_loss,
+    sample_codes,
+    time_grid,
+    velocity_from_endpoint,
+    z_loss,
+)
+from stages.purrception.metrics import frechet_distance, precision_recall
+from stages.purrception.report import steps_to_target
+from stages.purrception.vq import VQVAE, codebook_perplexity, nearest_code
+
+
+def test_interpolation_endpoints_and_midpoint():
+    z0, z1 = torch.randn(3, 4, 2), torch.randn(3, 4, 2)
+    assert torch.equal(interpolate(z0, z1, torch.zeros(3)), z0)
+    assert torch.equal(interpolate(z0, z1, torch.ones(3)), z1)
+    torch.testing.assert_close(interpolate(z0, z1, torch.full((3,), 0.25)), 0.25 * z1 + 0.75 * z0)
+
+
+def test_velocity_from_a_one_hot_posterior_points_exactly_at_that_code():
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-1.0, -1.0]])
+    logits = torch.tensor([[[0.0, 1e4, 0.0]]])  # posterior = one-hot on code 1
+    mu = posterior_mean(logits, codebook)
+    torch.testing.assert_close(mu, torch.tensor([[[0.0, 2.0]]]))
+    z_t, t = torch.tensor([[[0.5, 0.5]]]), torch.tensor([0.75])
+    v = velocity_from_endpoint(mu, z_t, t)
+    torch.testing.assert_close(v, torch.tensor([[[-2.0, 6.0]]]))  # (e_1 − z_t)/(1 − t)
+    torch.testing.assert_close(z_t + (1 - t) * v, codebook[1].view(1, 1, 2))  # one Euler step to t = 1 lands on e_1
+
+
+def test_temperature_sharpens_the_posterior_mean():
+    codebook = torch.tensor([[0.0], [1.0]])
+    logits = torch.tensor([[0.0, 1.0]])
+    p1 = 1 / (1 + np.exp(-1.0))
+    torch.testing.assert_close(posterior_mean(logits, codebook, 1.0), torch.tensor([[p1]], dtype=torch.float32))
+    assert posterior_mean(logits, codebook, 0.1).item() > 0.99
+    assert abs(posterior_mean(logits, codebook, 100.0).item() - 0.5) < 0.01
+
+
+def test_z_loss_is_the_mean_squared_log_normaliser():
+    logits = torch.tensor([[0.0, 0.0], [np.log(3.0), 0.0]])
+    expected = (np.log(2.0) ** 2 + np.log(4.0) ** 2) / 2
+    assert z_loss(logits).item() == pytest.approx(expected, rel=1e-6)
+    codes = torch.tensor([0, 1])
+    ce = (np.log(2.0) + np.log(4.0)) / 2
+    assert purrception_loss(logits, codes, 1e-5).item() == pytest.approx(ce + 1e-5 * expected, rel=1e-6)
+
+
+def test_mask_codes_keeps_everything_at_t_one_and_nothing_at_t_zero():
+    codes = torch.randint(0, 5, (4, 9))
+    assert torch.equal(mask_codes(codes, torch.ones(4), 5), codes)
+    assert (mask_codes(codes, torch.zeros(4), 5) == 5).all()
+
+
+def test_time_grid_never_reaches_one():
+    times, h = time_grid(10, 0.001)
+    assert times[0].item() == pytest.approx(0.001) and times[-1].item() == pytest.approx(1 - h)
+    assert times.max().item() < 1.0
+
+
+def test_the_quantiser_maps_each_codebook_vector_to_its_own_index():
+    torch.manual_seed(0)
+    codebook = torch.randn(32, 6)
+    assert torch.equal(nearest_code(codebook, codebook), torch.arange(32))
+    vq = VQVAE(8, 3, 4)
+    codes, _ = vq.quantize(vq.codebook.weight.detach().view(1, 2, 4, 3))
+    assert torch.equal(codes.flatten(), torch.arange(8))
+    assert codebook_perplexity(torch.arange(8), 8) == pytest.approx(8.0)
+
+
+def test_samplers_return_valid_codes_for_every_method():
+    codebook = torch.randn(7, 3)
+    for method in ("purrception", "cfm_velocity", "cfm_endpoint", "discrete_fm"):
+        net = FlowTransformer(method, 7, 3, 5, 8, 1, 2).eval()
+        codes = sample_codes(net, codebook, 6, 4, 0.001, 1.0, torch.Generator().manual_seed(0))
+        assert codes.shape == (6, 5) and codes.dtype == torch.long
+        assert codes.min() >= 0 and codes.max() < 7
+
+
+def test_frechet_distance_is_zero_on_itself_and_grows_with_a_shift():
+    x = np.random.default_rng(0).normal(size=(400, 5))
+    assert frechet_distance(x, x) == pytest.approx(0.0, abs=1e-6)
+    shifts = [frechet_distance(x, x + np.array([s, 0, 0, 0, 0])) for s in (0.5, 1.0, 2.0)]
+    assert shifts == pytest.approx([0.25, 1.0, 4.0], rel=1e-6)  # ‖Δμ‖² with equal covariances
+
+
+def test_precision_recall_on_identical_and_disjoint_sets():
+    x = np.random.default_rng(1).normal(size=(100, 4))
+    assert precision_recall(x, x, 3) == (1.0, 1.0)
+    assert precision_recall(x, x + 100.0, 3) == (0.0, 0.0)
+
+
+def test_steps_to_target_takes_the_first_checkpoint_or_never():
+    assert steps_to_target([10, 20, 40], [9.0, 4.0, 3.0], 5.0, 41) == 20
+    assert steps_to_target([10, 20, 40], [9.0, 8.0, 7.0], 5.0, 41) == 41
+
+
+def test_discrete_sampler_leaves_no_mask_token_whatever_the_rounding():
+    net = FlowTransformer("discrete_fm", 5, 2, 6, 8, 1, 2).eval()
+    for n_steps in (3, 4, 7, 50):
+        codes = sample_codes(net, torch.randn(5, 2), 64, n_steps, 0.001, 1.0, torch.Generator().manual_seed(1))
+        assert codes.max() < 5
