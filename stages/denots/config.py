@@ -1,0 +1,193 @@
+"""Typed params of ``denots`` (params.yaml, section ``denots``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from stages.core.config import Section, load_section
+from stages.core.trainer import TrainerConfig
+from stages.core.verdict import VerdictRule
+
+PAPER = "denots"
+DATASETS = ("pendulum", "vowels")
+FieldName = Literal["no_feedback_gru", "tanh_mlp", "strict_feedback", "anti_feedback"]
+BaselineName = Literal["gru_delta", "diagonal_ssm", "neural_rde"]
+
+
+class HawkesConfig(Section):
+    """Self-exciting sampling times: λ(t) = μ + α Σ e^{−β(t − tᵢ)}."""
+
+    mu: float = Field(gt=0)
+    alpha: float = Field(ge=0)
+    beta: float = Field(gt=0)
+
+    @model_validator(mode="after")
+    def _stationary(self) -> HawkesConfig:
+        if self.alpha >= self.beta:
+            raise ValueError("alpha must be below beta (stationary Hawkes process)")
+        return self
+
+
+class PendulumConfig(Section):
+    """Damped pendulums with random length ℓ (the target), damping and release angle."""
+
+    n_train: int = Field(ge=4)
+    n_val: int = Field(ge=2)
+    n_test: int = Field(ge=2)
+    horizon: float = Field(gt=0)
+    min_obs: int = Field(ge=4)
+    max_obs: int = Field(ge=4)
+    length_range: tuple[float, float]
+    damping_range: tuple[float, float]
+    theta0_range: tuple[float, float]
+    gravity: float = Field(gt=0)
+    noise_std: float = Field(ge=0)
+    hawkes: HawkesConfig
+
+    @model_validator(mode="after")
+    def _check(self) -> PendulumConfig:
+        if self.min_obs > self.max_obs:
+            raise ValueError("min_obs must not exceed max_obs")
+        for name in ("length_range", "damping_range", "theta0_range"):
+            lo, hi = getattr(self, name)
+            if not 0 < lo < hi:
+                raise ValueError(f"{name} must satisfy 0 < low < high")
+        if self.damping_range[1] ** 2 / 4 >= self.gravity / self.length_range[1]:
+            raise ValueError("damping_range must keep every pendulum under-damped")
+        return self
+
+
+class VowelsConfig(Section):
+    """JapaneseVowels from the asset layer, with a random drop of observations (irregular sampling)."""
+
+    drop_prob: float = Field(ge=0, lt=0.9)
+    val_fraction: float = Field(gt=0, lt=0.5)
+    max_train: int | None = Field(default=None, ge=20)
+    max_test: int | None = Field(default=None, ge=20)
+
+
+class DataConfig(Section):
+    """Both data sets of the miniature."""
+
+    pendulum: PendulumConfig
+    vowels: VowelsConfig
+
+
+class SolverConfig(Section):
+    """The adaptive solver used by every ODE run (dopri5 in the paper's code)."""
+
+    method: Literal["dopri5", "bosh3", "adaptive_heun", "dopri8", "fehlberg2"]
+    rtol: float = Field(gt=0, lt=1)
+    atol: float = Field(gt=0, lt=1)
+    max_num_steps: int = Field(ge=10)
+
+
+class Tolerance(Section):
+    """One point of the tolerance sweep."""
+
+    rtol: float = Field(gt=0, lt=1)
+    atol: float = Field(gt=0, lt=1)
+
+
+class ToleranceSweep(Section):
+    """At D = 1, tighten the solver tolerances of one field instead of scaling the horizon."""
+
+    field: FieldName
+    tolerances: list[Tolerance] = Field(min_length=1)
+
+
+class TaskGrid(Section):
+    """Horizons D and fields run on one data set; the DeNOTS field of the comparison with baselines."""
+
+    horizons: list[float] = Field(min_length=1)
+    fields: list[FieldName] = Field(min_length=1)
+    tolerance_sweep: ToleranceSweep | None = None
+    max_steps: int | None = Field(default=None, ge=1)  # overrides trainer.max_steps for this data set
+
+    @model_validator(mode="after")
+    def _check(self) -> TaskGrid:
+        if 1.0 not in self.horizons:
+            raise ValueError("horizons must include D = 1 (the reference horizon)")
+        if any(d < 1 for d in self.horizons) or len(set(self.horizons)) != len(self.horizons):
+            raise ValueError("horizons must be distinct and >= 1")
+        if len(set(self.fields)) != len(self.fields):
+            raise ValueError("fields must be distinct")
+        return self
+
+
+class BaselineConfig(Section):
+    """The baselines; their sizes are matched to the DeNOTS model's parameter count (see grid.build_model)."""
+
+    models: list[BaselineName]
+    nrde_window: int = Field(ge=1)
+
+
+class TrainConfig(Section):
+    """Every (data set, model, field, D, tolerance, seed) run, trained with Lightning."""
+
+    hidden: int = Field(ge=2)
+    # The solver loop runs thousands of tiny ops; on a busy 2-core box two torch threads made a
+    # training step 15x slower than one (measured), so this paper's steps set their own count.
+    torch_threads: int = Field(ge=1, le=512)
+    n_seeds: int = Field(ge=1)
+    batch_size: int = Field(ge=2)
+    lr: float = Field(gt=0, le=1)
+    grad_clip: float = Field(gt=0)
+    denots_field: FieldName
+    solver: SolverConfig
+    pendulum: TaskGrid
+    vowels: TaskGrid
+    baselines: BaselineConfig
+    trainer: TrainerConfig
+
+    @model_validator(mode="after")
+    def _check(self) -> TrainConfig:
+        for name in DATASETS:
+            if self.denots_field not in getattr(self, name).fields:
+                raise ValueError(f"denots_field '{self.denots_field}' must be among {name}.fields")
+        return self
+
+
+class EvaluateConfig(Section):
+    """Evaluation batch size and the score floors used when a run diverged or collapsed."""
+
+    batch_size: int = Field(ge=1)
+    pendulum_score_floor: float = Field(le=0)
+    vowels_score_floor: float = Field(ge=0, lt=1)
+
+
+class EvaluateInputs(Section):
+    """The evaluate step reads its own section and the training grid and solver."""
+
+    evaluate: EvaluateConfig
+    train: TrainConfig
+
+
+class ReportInputs(Section):
+    """The report step reads the verdict rule."""
+
+    verdict: VerdictRule
+
+
+def load_data(params: Path) -> DataConfig:
+    """``denots.data``."""
+    return load_section(DataConfig, f"{PAPER}.data", params)
+
+
+def load_train(params: Path) -> TrainConfig:
+    """``denots.train``."""
+    return load_section(TrainConfig, f"{PAPER}.train", params)
+
+
+def load_evaluate(params: Path) -> EvaluateInputs:
+    """``denots.evaluate`` and ``denots.train`` (the grid to evaluate, the solver)."""
+    return EvaluateInputs(evaluate=load_section(EvaluateConfig, f"{PAPER}.evaluate", params),
+                          train=load_train(params))
+
+
+def load_report(params: Path) -> ReportInputs:
+    """``denots.verdict``."""
+    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
