@@ -42,6 +42,7 @@ bench: $(STAMP)
 	python -m benchmarks.matrix_denoising
 	python -m benchmarks.mtd_mirror_descent
 	python -m benchmarks.assets
+	python -m benchmarks.entropylong
 	python -m benchmarks.orchestration
 
 clean-venv:

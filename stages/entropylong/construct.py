@@ -1,0 +1,118 @@
+"""Step ``construct``: the small tokenizer, the three training sets, and the shared held-out pairs (§3.4).
+
+EntropyLong: a document's verified contexts (shuffled) then the document. No verification:
+every retrieved candidate of the same positions. Concatenation: no retrieved context.
+All three are filled to exactly ``target_len`` tokens with the same random pool chunks in
+front, from the same documents, so their token counts are equal (asserted).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from stages.assets.retrieval import load_retrieval_index
+from stages.core.gx import validate_table
+from stages.core.io import read_parquet, write_parquet
+from stages.core.seeding import rng
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.tokenizer import SmallTokenizer
+from stages.entropylong.config import PAPER, ConstructConfig, load_construct
+from stages.entropylong.expectations import heldout_suite, sequences_suite
+from stages.entropylong.sequences import VARIANTS, assemble, truncate_document, with_and_without_context
+
+FILLER_CHUNKS = 32
+
+
+@dataclass(frozen=True)
+class Paths:
+    documents: Path = inp("documents")
+    positions: Path = inp("selected positions (which are at the main α)")
+    candidates: Path = inp("retrieved candidates")
+    kept: Path = inp("verified contexts")
+    index: Path = inp("Wikipedia retrieval index asset (its chunks are the filler pool)")
+    tokenizer: Path = out("the small tokenizer (JSON)")
+    sequences: Path = out("training sequences of every variant")
+    heldout: Path = out("the shared held-out evaluation pairs")
+
+
+def variant_contexts(doc_id: str, candidates: pd.DataFrame, kept: pd.DataFrame, main_pos: set[tuple[str, int]]
+                     ) -> dict[str, list[int]]:
+    """Chunk ids preceding a document in each variant (distinct, in retrieval order)."""
+    mine = candidates[candidates.doc_id == doc_id]
+    mine = mine[[(doc_id, int(p)) in main_pos for p in mine.pos]].sort_values(["pos", "rank"])
+    verified = kept[kept.doc_id == doc_id].sort_values(["pos", "rank"])
+    return {"entropylong": list(dict.fromkeys(verified.chunk_id.astype(int))),
+            "no_verification": list(dict.fromkeys(mine.chunk_id.astype(int))), "concatenation": []}
+
+
+def run(cfg: ConstructConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train the tokenizer on train documents + pool; build and validate every sequence; assert equal tokens."""
+    docs, positions, cands, kept = (read_parquet(p) for p in (paths.documents, paths.positions, paths.candidates,
+                                                              paths.kept))
+    chunks = load_retrieval_index(paths.index).chunks
+    train_docs, held_docs = docs[docs.split == "train"], docs[docs.split == "heldout"]
+    tok = SmallTokenizer.train([*chunks.text, *train_docs.text], cfg.vocab_size, kind=cfg.tokenizer_kind)
+    sep = tok.eos_id
+    own = set(docs.article_id) | {t.lower() for t in docs.title}
+    pool = chunks[~chunks.article_id.isin(own) & ~chunks.title.str.lower().isin(own)].reset_index(drop=True)
+    pool_ids = tok.encode_batch(pool.text.tolist())
+    chunk_ids = dict(zip(chunks.chunk_id.astype(int), tok.encode_batch(chunks.text.tolist()), strict=True))
+    main_rows = positions[positions.main]
+    main_pos = {(d, int(p)) for d, p in zip(main_rows.doc_id, main_rows.pos, strict=True)}
+    rows = []
+    for doc in train_docs.itertuples(index=False):
+        doc_tokens = truncate_document(tok.encode(doc.text), cfg.target_len, cfg.min_context_tokens)
+        contexts = variant_contexts(doc.doc_id, cands, kept, main_pos)
+        for copy in range(cfg.sequences_per_doc):
+            order = rng(ctx.seed, PAPER, "filler", doc.doc_id, copy).permutation(len(pool))[:FILLER_CHUNKS]
+            filler = [pool_ids[i] for i in order]
+            for variant in VARIANTS:
+                built = assemble(doc_tokens, [chunk_ids[i] for i in contexts[variant]], filler, cfg.target_len, sep,
+                                 rng(ctx.seed, PAPER, "shuffle", variant, doc.doc_id, copy))
+                rows.append({"variant": variant, "doc_id": doc.doc_id, "copy": copy, "tokens": built.tokens,
+                             "n_tokens": len(built.tokens), "doc_start": built.doc_start,
+                             "n_contexts": built.n_contexts, "max_token": max(built.tokens)})
+    sequences = pd.DataFrame(rows)
+    totals = sequences.groupby("variant").n_tokens.sum()
+    if totals.nunique() != 1:
+        raise AssertionError(f"variants must have equal token counts, got {totals.to_dict()}")
+    validate_table(sequences, f"{PAPER}.sequences", sequences_suite(cfg.target_len, tok.vocab_size))
+
+    pairs = []
+    for doc in held_docs.itertuples(index=False):
+        verified = variant_contexts(doc.doc_id, cands, kept, main_pos)["entropylong"]
+        if not verified:
+            continue
+        doc_tokens = truncate_document(tok.encode(doc.text), cfg.target_len, cfg.min_context_tokens)
+        order = rng(ctx.seed, PAPER, "heldout-filler", doc.doc_id).permutation(len(pool))[:FILLER_CHUNKS]
+        with_ctx, without, control = with_and_without_context(
+            doc_tokens, [chunk_ids[i] for i in verified], [pool_ids[i] for i in order], cfg.target_len, sep,
+            rng(ctx.seed, PAPER, "heldout", doc.doc_id))
+        for condition, built in (("with_context", with_ctx), ("without_context", without),
+                                 ("random_context", control)):
+            pairs.append({"doc_id": doc.doc_id, "condition": condition, "tokens": built.tokens,
+                          "n_tokens": len(built.tokens), "doc_start": built.doc_start,
+                          "n_contexts": built.n_contexts, "max_token": max(built.tokens)})
+    heldout = pd.DataFrame(pairs, columns=["doc_id", "condition", "tokens", "n_tokens", "doc_start", "n_contexts",
+                                           "max_token"])
+    if heldout.empty:
+        raise ValueError("no held-out document has a verified context: nothing to evaluate the primary metric on")
+    validate_table(heldout, f"{PAPER}.heldout", heldout_suite(cfg.target_len, tok.vocab_size))
+    tok.save(paths.tokenizer)
+    write_parquet(sequences, paths.sequences)
+    write_parquet(heldout, paths.heldout)
+    return {"vocab_size": tok.vocab_size, "train_tokens_per_variant": int(totals.iloc[0]),
+            "sequences_per_variant": int(len(sequences) // len(VARIANTS)),
+            "heldout_docs": int(heldout.doc_id.nunique())}
+
+
+def main() -> None:
+    stage_main(PAPER, "construct", run, load_construct, Paths)
+
+
+if __name__ == "__main__":
+    main()

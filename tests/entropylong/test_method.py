@@ -1,0 +1,189 @@
+"""The EntropyLong method on hand-made numbers: entropy, threshold, ΔI, keep rule, retrieval, construction, RULER."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from stages.entropylong.contexts import (
+    is_self_retrieval,
+    ngram_overlap,
+    query_window,
+    shared_entities,
+    target_in_context,
+    top_k_candidates,
+)
+from stages.entropylong.mini_ruler import TASKS, build_item, haystack_sentences, rank_score
+from stages.entropylong.sequences import assemble, truncate_document, with_and_without_context
+from stages.entropylong.uncertainty import (
+    entropies_at_positions,
+    entropy_threshold,
+    entropy_zscores,
+    information_gain,
+    keep_context,
+    predictive_entropy,
+    select_positions,
+)
+
+
+def test_entropy_of_known_distributions():
+    assert predictive_entropy(np.full(8, 1 / 8)) == pytest.approx(math.log(8))
+    assert predictive_entropy(np.array([1.0, 0.0, 0.0])) == pytest.approx(0.0)
+    assert predictive_entropy(np.array([0.5, 0.25, 0.25])) == pytest.approx(1.5 * math.log(2))
+
+
+def test_threshold_rule():
+    h = np.array([1.0, 1.0, 1.0, 1.0, 5.0])  # μ = 1.8, σ = 1.6
+    assert entropy_threshold(h, 2.0) == pytest.approx(1.8 + 2.0 * 1.6)
+    assert entropy_threshold(h, 1.5) == pytest.approx(1.8 + 1.5 * 1.6)
+    np.testing.assert_allclose(entropy_zscores(h), (h - 1.8) / 1.6)
+    # z(5.0) = 2.0 exactly: strictly above α = 1.9 passes, α = 2.0 does not
+    assert select_positions(h, 1.9, 0, 10, 1) == [5]
+    assert select_positions(h, 2.0, 0, 10, 1) == []
+
+
+def test_position_selection_caps_separates_and_skips_the_start():
+    h = np.zeros(40)
+    h[[2, 10, 11, 25, 30]] = [9.0, 8.0, 7.5, 7.0, 6.0]  # entropies of tokens 3, 11, 12, 26, 31
+    assert select_positions(h, 1.0, 0, 10, 1) == [3, 11, 12, 26, 31]
+    assert select_positions(h, 1.0, 0, 10, 4) == [3, 11, 26, 31]  # 12 is within 4 of 11
+    assert select_positions(h, 1.0, 5, 10, 4) == [11, 26, 31]  # 3 is before min_position
+    assert select_positions(h, 1.0, 5, 2, 4) == [11, 26]  # the two highest that qualify
+
+
+def test_information_gain_and_keep_rule():
+    di = information_gain(np.array([4.0, 2.0, 1.0]), np.array([1.0, 1.9, 1.5]))
+    np.testing.assert_allclose(di, [0.75, 0.05, -0.5])
+    assert keep_context(di, 0.4).tolist() == [True, False, False]
+    assert keep_context(0.4, 0.4).item() is False  # strictly greater
+    assert information_gain(3.0, 0.0) == pytest.approx(1.0)  # ΔI ≤ 1 always
+    with pytest.raises(ValueError, match="positive"):
+        information_gain(0.0, 0.0)
+
+
+class CopyLM(torch.nn.Module):
+    """A tiny exact induction model: after token a, predict what followed the last earlier a (else uniform)."""
+
+    def __init__(self, vocab: int) -> None:
+        super().__init__()
+        self.vocab = vocab
+        self.scale = torch.nn.Parameter(torch.tensor(12.0))
+        self.base_model = self._decoder
+
+    def _decoder(self, input_ids: torch.Tensor, attention_mask: torch.Tensor):
+        b, t = input_ids.shape
+        logits = torch.zeros(b, t, self.vocab)
+        for i in range(b):
+            for p in range(t):
+                prev = [j for j in range(p) if input_ids[i, j] == input_ids[i, p]]
+                if prev:
+                    logits[i, p, input_ids[i, prev[-1] + 1]] = self.scale
+        return type("Out", (), {"last_hidden_state": logits})()
+
+    def get_output_embeddings(self) -> torch.nn.Module:
+        return torch.nn.Identity()
+
+
+def test_verification_keeps_the_context_with_the_answer_and_rejects_an_unrelated_one():
+    model = CopyLM(vocab=20)
+    doc = [5, 6, 7, 8, 9]
+    pos = [3]  # predicting token 8 after 7: the document alone gives no clue
+    answer_ctx, unrelated_ctx = [7, 8, 0], [1, 2, 3]
+    h = entropies_at_positions(model, [doc], [pos])[0]
+    assert h[0] == pytest.approx(math.log(20), abs=1e-5)
+    h_ctx = entropies_at_positions(model, [answer_ctx + doc, unrelated_ctx + doc],
+                                   [[p + 3 for p in pos], [p + 3 for p in pos]], batch_size=2)
+    di = information_gain(h, np.concatenate(h_ctx))
+    assert keep_context(di, 0.4).tolist() == [True, False]
+    assert di[0] > 0.9 and di[1] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_one_forward_gives_every_position_exactly_as_separate_truncated_passes():
+    model = CopyLM(vocab=20)
+    seq = [3, 4, 5, 3, 4, 6, 5, 7, 3]
+    together = entropies_at_positions(model, [seq], [[2, 4, 7, 8]])[0]
+    apart = [entropies_at_positions(model, [seq[:p + 1]], [[p]])[0][0] for p in (2, 4, 7, 8)]
+    np.testing.assert_allclose(together, apart, atol=1e-6)
+
+
+def test_self_retrieval_is_excluded():
+    doc_text = "Aldren is a market town on the river Tamsel and it was founded by Maren Holt long ago."
+    doc = pd.Series({"doc_id": "d0", "article_id": "wiki-1", "title": "Aldren", "text": doc_text})
+    chunks = pd.DataFrame({"chunk_id": [0, 1, 2, 3], "article_id": ["wiki-1", "wiki-2", "wiki-3", "wiki-4"],
+                           "title": ["Aldren", "ALDREN", "Tamsel", "Bexmoor"],
+                           "text": ["own article chunk", "same title, other id",
+                                    "Aldren is a market town on the river Tamsel and it was founded by Maren",
+                                    "Bexmoor lies downstream of Aldren on the Tamsel."]})
+    hits = top_k_candidates(np.array([0.99, 0.95, 0.9, 0.5]), np.array([0, 1, 2, 3]), chunks, doc, k=3, n=8,
+                            max_overlap=0.2)
+    assert hits == [(3, 0.5)]  # own article, same title and the near-duplicate are all dropped
+    assert ngram_overlap(chunks.text[2], doc_text, 8) == 1.0
+    assert is_self_retrieval("wiki-9", "Other", "nothing in common here at all", "wiki-1", "Aldren", doc_text, 8, 0.2) \
+        is False
+
+
+def test_query_window_and_dependency_helpers():
+    assert query_window(list(range(100)), 50, 16) == (34, 67)
+    assert query_window(list(range(20)), 3, 16) == (0, 20)
+    assert shared_entities("Maren Holt founded Aldren.", "Aldren and Bexmoor; Holt") == 2
+    assert target_in_context(" Tamsel", "the river Tamsel floods") and not target_in_context(" the", "the river")
+
+
+def test_construction_length_order_and_equal_token_counts():
+    gen = np.random.default_rng(0)
+    doc = [100 + i for i in range(10)]
+    contexts = [[1, 1, 1], [2, 2], [3, 3, 3, 3]]
+    filler = [[50 + i] * 5 for i in range(10)]
+    built = {name: assemble(doc, ctx, filler, 40, 0, np.random.default_rng(7))
+             for name, ctx in (("el", contexts), ("nv", [*contexts, [4] * 6]), ("concat", []))}
+    for b in built.values():
+        assert len(b.tokens) == 40
+        assert b.tokens[b.doc_start:] == [*doc, 0]  # the document comes last, then the separator
+    assert len({sum(len(b.tokens) for b in [v]) for v in built.values()}) == 1
+    pieces, current = [], []
+    for t in built["el"].tokens[:built["el"].doc_start]:
+        if t == 0:
+            pieces.append(tuple(current))
+            current = []
+        else:
+            current.append(t)
+    assert sorted(pieces[-3:]) == sorted(map(tuple, contexts))  # every context, once, just before the doc
+    orders = {tuple(assemble(doc, contexts, filler, 40, 0, np.random.default_rng(s)).tokens) for s in range(12)}
+    assert len(orders) > 1  # contexts are shuffled
+    assert truncate_document(list(range(50)), 40, 20) == list(range(19))
+    with_ctx, without, control = with_and_without_context(doc, contexts, filler, 40, 0, gen)
+    assert with_ctx.tokens[with_ctx.doc_start:] == [*doc, 0] and without.tokens == [0, *doc, 0]
+    assert len(control.tokens) == len(with_ctx.tokens) and control.doc_start == with_ctx.doc_start
+    assert control.tokens[control.doc_start:] == [*doc, 0] and not set(control.tokens[:control.doc_start]) & {1, 2, 3}
+
+
+def _encode(text: str) -> list[int]:
+    return [ord(c) for c in text]
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_mini_ruler_items_are_answerable_and_scored(task):
+    hay = haystack_sentences(["The quick brown fox jumps over the lazy dog. A second sentence follows here. "
+                              "It has 12 digits so it is dropped. Rivers run to the sea in the end."])
+    assert all(not any(ch.isdigit() for ch in s) for s in hay) and len(hay) == 3
+    item = build_item(task, 900, hay, _encode, np.random.default_rng(1), n_choices=4, n_keys=3, n_values=2)
+    assert len(item.prompt) <= 900
+    for a in item.answers:
+        assert item.answer_texts[a] in item.prompt_text  # the answer is in the haystack
+    wrong = [i for i in range(len(item.choices)) if i not in item.answers]
+    if task != "niah_single":
+        assert all(item.answer_texts[i] in item.prompt_text for i in wrong)  # distractors are in the text too
+    if task == "variable_tracking":
+        last = item.prompt_text.rsplit("VAR ", 1)[1].split()[0]
+        hop = item.prompt_text.split(f"VAR {last} = VAR ")[1].split(".")[0]
+        first = item.prompt_text.split(f"VAR {hop} = VAR ")[1].split(".")[0]
+        assert f"VAR {first} = {item.answer_texts[item.answers[0]]}." in item.prompt_text
+    perfect = [10.0 if i in item.answers else 0.0 for i in range(len(item.choices))]
+    worst = [0.0 if i in item.answers else 10.0 for i in range(len(item.choices))]
+    assert rank_score(perfect, item.answers) == 1.0
+    assert rank_score(worst, item.answers) == 0.0
+    assert 0 < item.chance < 1
