@@ -1,0 +1,79 @@
+"""Step ``ppo``: PPO from the warm-started policy under each reward scheme (a)-(d) and seed; test curves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from tqdm import tqdm
+
+from stages.core.gx import validate_table
+from stages.core.io import load_safetensors, read_json, write_parquet
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.tokenizer import SmallTokenizer
+from stages.text2grad.config import PAPER, ModelSpec, PpoConfig, load_ppo
+from stages.text2grad.data import read_tables
+from stages.text2grad.expectations import curves_suite
+from stages.text2grad.models import RewardFormat
+from stages.text2grad.sft import policy_prompt
+from stages.text2grad.span_ppo import SpanPPO, train_scheme
+from stages.text2grad.training import build_lm
+
+# scheme → the reward model whose word scores it uses
+REWARD_MODEL = {"scalar": "critique", "text2grad": "critique", "dense": "critique", "no_critique": "no_critique"}
+
+
+@dataclass(frozen=True)
+class Paths:
+    sources: Path = inp("sources (ppo prompts, test prompts and references)")
+    outputs: Path = inp("annotated outputs (read for validation of the data step's pair)")
+    tokenizer: Path = inp("tokenizer")
+    sft: Path = inp("warm-started policy folder")
+    reward_models: Path = inp("reward models folder")
+    curves: Path = out("test metrics per scheme, seed and evaluation step (Parquet)")
+
+
+def load_lm(folder: Path, name: str) -> Any:
+    """A TinyGPT from ``<folder>/<name>.safetensors`` and the folder's manifest."""
+    manifest = read_json(folder / "manifest.json")
+    lm = build_lm(ModelSpec(**manifest["model"]), manifest["vocab_size"], seed=0)
+    lm.load_state_dict(load_safetensors(folder / f"{name}.safetensors"))
+    return lm.eval()
+
+
+def run(cfg: PpoConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Every scheme × seed from the same warm start, with the same prompts and budget per seed."""
+    sources, _ = read_tables(paths)
+    tok = SmallTokenizer.load(paths.tokenizer)
+    sft_lm = load_lm(paths.sft, "policy")
+    reward = {name: (load_lm(paths.reward_models, name), RewardFormat(tok, name == "critique"))
+              for name in sorted(set(REWARD_MODEL[s] for s in cfg.schemes))}
+    train = sources[sources.split == "ppo"].sort_values("id")
+    test = sources[sources.split == "test"].sort_values("id").head(cfg.n_eval)
+    train_prompts = [policy_prompt(tok, s) for s in train.source]
+    rows = []
+    runs = [(scheme, s) for s in range(cfg.n_seeds) for scheme in cfg.schemes]
+    for scheme, s in tqdm(runs, desc="ppo runs"):
+        seed = derive_seed(ctx.seed, PAPER, "ppo", s) % 2**32
+        rm, fmt = reward[REWARD_MODEL[scheme]]
+        runner = SpanPPO(cfg, scheme, tok, sft_lm, rm, fmt, seed)
+        eval_args = {"prompts": [policy_prompt(tok, x) for x in test.source], "sources": list(test.source),
+                     "references": list(test.reference), "seed": derive_seed(ctx.seed, PAPER, "eval", s) % 2**32}
+        for point in train_scheme(runner, train_prompts, list(train.source), eval_args, seed):
+            rows.append({"scheme": scheme, "seed": s, **point})
+    curves = pd.DataFrame(rows)[["scheme", "seed", "step", "rouge_l", "fact_f1", "reward", "kl", "length"]]
+    validate_table(curves, f"{PAPER}.curves", curves_suite(len(runs) * len(curves.step.unique())))
+    write_parquet(curves, paths.curves)
+    final = curves[curves.step == cfg.steps].groupby("scheme").rouge_l.mean()
+    return {f"final_rouge_{k}": float(v) for k, v in final.items()}
+
+
+def main() -> None:
+    stage_main(PAPER, "ppo", run, load_ppo, Paths)
+
+
+if __name__ == "__main__":
+    main()

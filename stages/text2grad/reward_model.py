@@ -1,0 +1,96 @@
+"""Step ``reward_model``: the generative reward model, with and without the critique (§3.2), and its span F1.
+
+The model reads (source, output), writes the critique and then one score per output
+word (+1 good span, −1 poor span, 0 otherwise). The ablation writes the scores directly.
+Held-out outputs measure word-level precision/recall/F1 of the good and poor labels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.tokenizer import SmallTokenizer
+from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
+from stages.text2grad.critic import parse_scores
+from stages.text2grad.data import read_tables
+from stages.text2grad.models import RewardFormat, predict_word_scores
+from stages.text2grad.training import build_lm, fit, sequences
+
+VARIANTS = {"critique": True, "no_critique": False}
+
+
+@dataclass(frozen=True)
+class Paths:
+    sources: Path = inp("sources")
+    outputs: Path = inp("annotated outputs")
+    tokenizer: Path = inp("tokenizer")
+    models: Path = out("folder: critique.safetensors, no_critique.safetensors, manifest.json")
+    evaluation: Path = out("span precision/recall/F1 on held-out outputs (JSON)")
+    examples: Path = out("held-out outputs with predicted critiques and scores (Parquet)")
+
+
+def span_f1(predicted: list[list[int]], annotated: list[list[int]], label: int) -> dict[str, float]:
+    """Word-level precision, recall and F1 of one label (+1 good or −1 poor) against the annotations."""
+    pred = np.concatenate([np.asarray(p) == label for p in predicted]) if predicted else np.zeros(0, bool)
+    gold = np.concatenate([np.asarray(a) == label for a in annotated]) if annotated else np.zeros(0, bool)
+    tp = float((pred & gold).sum())
+    precision = tp / max(float(pred.sum()), 1.0)
+    recall = tp / max(float(gold.sum()), 1.0)
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1}
+
+
+def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train both reward models on rm_train; score rm_test."""
+    _, outputs = read_tables(paths)
+    tok = SmallTokenizer.load(paths.tokenizer)
+    train = outputs[outputs.split == "rm_train"]
+    test = outputs[outputs.split == "rm_test"].sort_values("id")
+    gold = [parse_scores(s) for s in test.word_scores]
+    evaluation: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
+    examples = []
+    with atomic_dir(paths.models) as folder:
+        for name, with_critique in VARIANTS.items():
+            fmt = RewardFormat(tok, with_critique)
+            prefixes = [fmt.prefix(s, o) for s, o in zip(train.source, train.output, strict=True)]
+            targets = [fmt.target(c, parse_scores(w)) for c, w in zip(train.critique, train.word_scores, strict=True)]
+            tokens, mask = sequences(prefixes, targets, tok.pad_id, cfg.model.max_len)
+            seed = derive_seed(ctx.seed, PAPER, "reward_model", name) % 2**32
+            lm = build_lm(cfg.model, tok.vocab_size, seed)
+            losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed)
+            lm.eval()
+            pred, critiques = predict_word_scores(lm, fmt, list(test.source), list(test.output), cfg.max_critique)
+            evaluation[name] = {
+                "good": span_f1(pred, gold, 1), "poor": span_f1(pred, gold, -1),
+                "word_accuracy": float(np.mean(np.concatenate([np.asarray(p) == np.asarray(g)
+                                                               for p, g in zip(pred, gold, strict=True)]))),
+                "critique_exact": float(np.mean([c == g for c, g in zip(critiques, test.critique, strict=True)]))
+                if with_critique else None,
+                "final_loss": float(np.mean(losses[-20:])), "steps": len(losses)}
+            examples.append(pd.DataFrame({"model": name, "id": test.id.to_numpy(), "source": test.source.to_numpy(),
+                                          "output": test.output.to_numpy(), "critique": test.critique.to_numpy(),
+                                          "gold_scores": test.word_scores.to_numpy(),
+                                          "predicted_critique": critiques if with_critique else "",
+                                          "predicted_scores": [" ".join(map(str, p)) for p in pred]}))
+            save_safetensors(dict(lm.state_dict()), folder / f"{name}.safetensors", metadata={"variant": name})
+        write_json({"model": cfg.model.model_dump(), "vocab_size": tok.vocab_size, "variants": VARIANTS},
+                   folder / "manifest.json")
+    write_json(evaluation, paths.evaluation)
+    write_parquet(pd.concat(examples, ignore_index=True), paths.examples)
+    return {name: evaluation[name]["good"]["f1"] for name in VARIANTS}
+
+
+def main() -> None:
+    stage_main(PAPER, "reward_model", run, load_reward_model, Paths)
+
+
+if __name__ == "__main__":
+    main()
