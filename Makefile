@@ -43,6 +43,7 @@ bench: $(STAMP)
 	python -m benchmarks.mtd_mirror_descent
 	python -m benchmarks.assets
 	python -m benchmarks.entropylong
+	python -m benchmarks.sci2pol
 	python -m benchmarks.orchestration
 
 clean-venv:
