@@ -44,6 +44,7 @@ bench: $(STAMP)
 	python -m benchmarks.assets
 	python -m benchmarks.entropylong
 	python -m benchmarks.sci2pol
+	python -m benchmarks.threads
 	python -m benchmarks.orchestration
 
 clean-venv:

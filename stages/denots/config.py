@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stages.core.config import Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
@@ -131,7 +132,7 @@ class TrainConfig(Section):
     hidden: int = Field(ge=2)
     # The solver loop runs thousands of tiny ops; on a busy 2-core box two torch threads made a
     # training step 15x slower than one (measured), so this paper's steps set their own count.
-    torch_threads: int = Field(ge=1, le=512)
+    max_threads: MaxThreads
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=2)
     lr: float = Field(gt=0, le=1)

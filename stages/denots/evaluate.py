@@ -21,6 +21,7 @@ from tqdm import tqdm
 from stages.core.gx import validate_table
 from stages.core.io import load_safetensors, read_parquet, write_json, write_parquet
 from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.threads import cap_threads
 from stages.denots.config import PAPER, EvaluateInputs, load_evaluate
 from stages.denots.data import SplitTensors, Task, load_tasks
 from stages.denots.expectations import results_suite, runs_suite
@@ -167,13 +168,13 @@ def describe(inputs: EvaluateInputs) -> str:
             f"log-signatures over windows of {t.baselines.nrde_window} steps). Every run: Adam lr {t.lr:g}, batch "
             f"{t.batch_size}, {t.pendulum.max_steps or t.trainer.max_steps} steps (pendulum) and "
             f"{t.vowels.max_steps or t.trainer.max_steps} (vowels), gradient clipping {t.grad_clip:g}, "
-            f"{t.n_seeds} seeds, torch threads {t.torch_threads}. The best D, tolerance and baseline of each "
+            f"{t.n_seeds} seeds, torch threads capped at {t.max_threads}. The best D, tolerance and baseline of each "
             f"seed are chosen on the validation split; scores below are on the test split.")
 
 
 def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Score every run on validation and test; compute the verdict metrics."""
-    torch.set_num_threads(inputs.train.torch_threads)
+    cap_threads(inputs.train.max_threads)
     tasks = load_tasks(paths.datasets)
     runs = read_parquet(paths.runs)
     validate_table(runs, f"{PAPER}.runs", runs_suite(len(runs)))

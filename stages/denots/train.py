@@ -15,6 +15,7 @@ from tqdm import tqdm
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, save_safetensors, write_parquet
 from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
 from stages.denots.config import PAPER, TrainConfig, load_train
 from stages.denots.data import Task, load_tasks
@@ -88,7 +89,7 @@ def base_solver(cfg: TrainConfig) -> SolverSettings:
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every run; write weights of runs that finished, the run table and the training log."""
-    torch.set_num_threads(cfg.torch_threads)
+    cap_threads(cfg.max_threads)
     tasks = load_tasks(paths.datasets)
     rows, logs = [], []
     with atomic_dir(paths.models) as folder:

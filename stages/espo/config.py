@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stages.core.config import Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
@@ -84,7 +85,7 @@ class WarmstartConfig(Section):
     n_val_eval: int = Field(ge=1)
     sampler_steps: int = Field(ge=1)
     target_success: tuple[float, float]
-    max_threads: int = Field(ge=1, description="cap on torch threads (tiny matmuls: more threads only add sync cost)")
+    max_threads: MaxThreads  # tiny matmuls: a second thread only adds synchronisation cost
     trainer: TrainerConfig
 
     @model_validator(mode="after")
@@ -131,7 +132,7 @@ class RLConfig(Section):
     rollout_steps: int = Field(ge=1)
     temperature: float = Field(gt=0)
     grad_clip: float = Field(gt=0)
-    max_threads: int = Field(ge=1, description="cap on torch threads (tiny matmuls: more threads only add sync cost)")
+    max_threads: MaxThreads  # tiny matmuls: a second thread only adds synchronisation cost
 
     @model_validator(mode="after")
     def _check(self) -> RLConfig:
@@ -151,14 +152,7 @@ class EvaluateConfig(Section):
     stall_gain: float = Field(ge=0)
     sample_temperature: float = Field(gt=0)
     n_samples: int = Field(ge=1)
-    max_threads: int = Field(ge=1, description="cap on torch threads (tiny matmuls: more threads only add sync cost)")
-
-
-def cap_threads(max_threads: int) -> None:
-    """Lower torch's intra-op threads to ``max_threads`` (never raise them above the global ``threads``)."""
-    import torch
-
-    torch.set_num_threads(min(torch.get_num_threads(), max_threads))
+    max_threads: MaxThreads  # tiny matmuls: a second thread only adds synchronisation cost
 
 
 class ReportInputs(Section):

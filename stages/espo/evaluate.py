@@ -14,7 +14,8 @@ from tqdm import tqdm
 from stages.core.io import read_json, read_parquet, write_json
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, inp, out, stage_main
-from stages.espo.config import PAPER, EvaluateConfig, ModelConfig, cap_threads, load_evaluate
+from stages.core.threads import cap_threads
+from stages.espo.config import PAPER, EvaluateConfig, ModelConfig, load_evaluate
 from stages.espo.data import Examples, read_tables, task_examples
 from stages.espo.rl import load_policy
 from stages.espo.warmstart import success_and_reward

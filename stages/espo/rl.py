@@ -22,7 +22,8 @@ from stages.core.io import atomic_dir, load_safetensors, read_json, save_safeten
 from stages.core.rl import clip_fraction, group_relative_advantages
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, inp, out, stage_main
-from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, cap_threads, load_rl
+from stages.core.threads import cap_threads
+from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, load_rl
 from stages.espo.data import Examples, read_tables, task_examples
 from stages.espo.diffusion import MaskedDiffusionLM, sample
 from stages.espo.elbo import (

@@ -19,8 +19,9 @@ import torch
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
-from stages.espo.config import PAPER, ModelConfig, WarmstartConfig, cap_threads, load_warmstart
+from stages.espo.config import PAPER, ModelConfig, WarmstartConfig, load_warmstart
 from stages.espo.data import Examples, read_tables, task_examples
 from stages.espo.diffusion import MaskedDiffusionLM, masked_diffusion_loss, sample
 from stages.espo.tasks import decode

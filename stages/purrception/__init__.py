@@ -17,10 +17,3 @@ classifier trained here on a few hundred samples, so absolute numbers mean nothi
 pipeline; only the comparison between objectives does. The paper's scale (hundreds of thousands
 of GPU steps) is out of reach on 2 CPU cores; the report states the counts.
 """
-
-import os
-
-# OpenMP threads that spin while waiting make small torch ops ~100× slower when the cores are
-# shared with other jobs (measured here: 0.59 s vs 0.006 s per sampling call under load 8 on
-# 2 cores). Passive waiting does not change any computed number; it must be set before torch loads.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
