@@ -44,9 +44,8 @@ DIFFERENCES = (
     "with 30% of frames dropped, not the paper's four public benchmarks. Not reproduced: the risk bounds and the "
     "Gaussian-process analysis of discretisation error. The spline is parametrised by observation index on "
     "[0, 1] with time as an input channel, so D is the whole integration horizon. Sizing: single-thread step "
-    "times measured on a lightly loaded machine (about 0.035 s per training step at D = 1 and 0.1 s at D = 20) put "
-    "the default profile at about 9 minutes on idle cores; the wall time above was measured while other jobs "
-    "shared the two cores.")
+    "times of about 0.035 s per training step at D = 1 and 0.1 s at D = 20; the wall time above is the run alone "
+    "on 2 cores.")
 CHOSEN_COLUMNS = ("check", "seed", "method run", "method score", "method NFE", "compared run", "compared score",
                   "compared NFE")
 FLOOR_NOTE = "diverged runs and scores below the floor are drawn at the floor"

@@ -257,8 +257,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
           "Headline numbers:", markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
           *verdict_section(claim),
           "## Scale and timing",
-          "Wall time above was measured while the 2 cores were shared with other jobs, "
-          "so it is inflated several-fold; params.yaml records the idle-core estimate of the default profile. The "
+          "Wall time above is the run alone on 2 cores (a run beside other jobs took several times longer). The "
           "paper trains far larger models for far longer; at this scale every method is still far from the "
           "reconstruction floor, so the comparison is one of early training only. A longer run (the `paper` "
           "profile, on a GPU) would say whether the ordering persists.", "",
