@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test test-fast lint bench clean-venv
+.PHONY: reproduce test test-fast lint dag bench clean-venv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test-fast: $(STAMP)
 
 lint: $(STAMP)
 	ruff check stages flows tests benchmarks
+	python -m stages.dag --check
+
+# dvc.yaml is generated from the code (stages/<paper>/pipeline.py, each step's Step and imports)
+dag: $(STAMP)
+	python -m stages.dag
 
 bench: $(STAMP)
 	python -m benchmarks.matrix_denoising

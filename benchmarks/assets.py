@@ -13,10 +13,7 @@ from pathlib import Path
 
 import stages  # noqa: F401  (offline switches)
 from benchmarks.common import machine_info
-from stages.assets.corpus import load_corpus
-from stages.assets.minilm import load_sentence_encoder
-from stages.assets.retrieval import load_retrieval_index
-from stages.assets.smollm2 import load_causal_lm
+from stages.assets.loaders import load_causal_lm, load_corpus, load_retrieval_index, load_sentence_encoder
 from stages.core.io import write_json
 from stages.core.lm_scoring import score_sequences
 from stages.core.seeding import apply_threads

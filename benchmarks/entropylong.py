@@ -20,9 +20,7 @@ import torch
 
 import stages  # noqa: F401  (offline switches)
 from benchmarks.common import machine_info
-from stages.assets.corpus import load_corpus
-from stages.assets.retrieval import load_retrieval_index
-from stages.assets.smollm2 import load_causal_lm
+from stages.assets.loaders import load_causal_lm, load_corpus, load_retrieval_index
 from stages.core.config import load_section
 from stages.core.io import write_json
 from stages.core.lm_scoring import score_sequences

@@ -19,7 +19,7 @@ import torch
 
 import stages  # noqa: F401  (offline switches)
 from benchmarks.common import machine_info
-from stages.assets.smollm2 import load_causal_lm
+from stages.assets.loaders import load_causal_lm
 from stages.core.io import write_json
 from stages.sci2pol.agreement import agreement_set
 from stages.sci2pol.config import load_corpus

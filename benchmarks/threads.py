@@ -41,7 +41,7 @@ out = {"purrception_step_ms": 1e3 * per_call(step, 40), "matmul64_us": 1e6 * per
 model_dir = sys.argv[2]
 if os.path.isdir(model_dir):
     from pathlib import Path
-    from stages.assets.smollm2 import load_causal_lm
+    from stages.assets.loaders import load_causal_lm
     lm, _ = load_causal_lm(Path(model_dir))
     ids = torch.randint(0, 1000, (1, 160))
     with torch.inference_mode():

@@ -18,7 +18,8 @@ from stages.core.config import DEFAULT_PARAMS, ConfigError, load_global
 from stages.core.io import read_json, write_text
 from stages.core.verdict import VERDICTS, ClaimRecord
 
-COLUMNS = ("paper", "claim", "paper's result", "measured", "verdict", "profile", "wall time (s)")
+COLUMNS = ("paper", "claim", "paper's result", "measured", "verdict", "checks", "profile", "wall time (s)")
+STATUS_MARK = {"holds": "✓", "fails": "✗", "unclear": "?"}
 
 
 def load_claims(papers: Sequence[str], reports: Path) -> list[ClaimRecord]:
@@ -42,15 +43,21 @@ def _measured(claim: ClaimRecord) -> str:
     return "; ".join(f"{k} = {v}" for k, v in claim.measured.items())
 
 
+def checks_summary(claim: ClaimRecord) -> str:
+    """Every check's status beside the verdict, so a decisive failure is never hidden behind it."""
+    return "; ".join(f"{STATUS_MARK[o.status]} {o.name} ({o.status})" for o in claim.checks)
+
+
 def index_markdown(claims: Sequence[ClaimRecord]) -> str:
     """The ledger as a Markdown table with links to each report."""
     lines = ["# Claims ledger", "",
              "One row per paper: the claim in our words, the paper's own result, what the miniature measured "
-             "(mean ± std over seeds) and the verdict computed by the rule in that paper's params section.", "",
+             "(mean ± std over seeds), the verdict computed by the rule in that paper's params section, and the "
+             "status of each of the rule's checks (✓ holds on every seed, ✗ fails on every seed, ? unclear).", "",
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for c in claims:
         cells = [f"[{c.paper}]({c.paper}/report.md)", c.claim, c.paper_result, _measured(c),
-                 f"**{c.verdict}**", c.profile, f"{c.wall_time_s:.1f}"]
+                 f"**{c.verdict}**", checks_summary(c), c.profile, f"{c.wall_time_s:.1f}"]
         lines.append("| " + " | ".join(x.replace("|", "\\|").replace("\n", " ") for x in cells) + " |")
     counts = {v: sum(c.verdict == v for c in claims) for v in VERDICTS}
     lines += ["", "Totals: " + ", ".join(f"{k} {v}" for k, v in counts.items()), ""]
@@ -64,7 +71,9 @@ def index_html(claims: Sequence[ClaimRecord]) -> str:
     for c in claims:
         cells = [f'<a href="{html.escape(c.paper)}/report.md">{html.escape(c.paper)}</a>', html.escape(c.claim),
                  html.escape(c.paper_result), html.escape(_measured(c)),
-                 f'<b style="background:{colors[c.verdict]}">{c.verdict}</b>', html.escape(c.profile),
+                 f'<b style="background:{colors[c.verdict]}">{c.verdict}</b>',
+                 "<br>".join(html.escape(f"{STATUS_MARK[o.status]} {o.name} ({o.status})") for o in c.checks),
+                 html.escape(c.profile),
                  f"{c.wall_time_s:.1f}"]
         rows.append("<tr>" + "".join(f"<td>{x}</td>" for x in cells) + "</tr>")
     head = "".join(f"<th>{html.escape(h)}</th>" for h in COLUMNS)

@@ -11,8 +11,8 @@ import stages  # noqa: F401  (applies the offline switches before any library is
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# session-scoped smoke assets (digits_asset, japanese_vowels_asset, smollm2_asset, ...) for every test
-pytest_plugins = ["tests.asset_fixtures"]
+# session-scoped smoke assets (digits_asset, ...) and the shared smoke-profile DAG run (smoke_repo)
+pytest_plugins = ["tests.asset_fixtures", "tests.smoke"]
 
 
 def write_params(tmp_path: Path, profile: str = "smoke", **edits: object) -> Path:

@@ -12,7 +12,7 @@ from stages.assets.config import DigitsConfig, load_digits
 from stages.assets.images import write_image_asset
 from stages.assets.manifest import package_source
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "digits"
 LICENCE = "UCI ML hand-written digits (CC BY 4.0), shipped inside scikit-learn (BSD-3-Clause)"
@@ -42,8 +42,7 @@ def run(cfg: DigitsConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"train": manifest["details"]["train_count"], "test": manifest["details"]["test_count"]}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_digits, Paths)
+main = Step("assets", ASSET, run, load_digits, Paths)
 
 
 if __name__ == "__main__":

@@ -17,12 +17,12 @@ from typing import Any
 import pandas as pd
 
 from stages.assets.config import EnwikiConfig, load_enwiki
-from stages.assets.corpus import CORPUS_FILE
 from stages.assets.expectations import corpus_suite
+from stages.assets.loaders import CORPUS_FILE
 from stages.assets.manifest import AssetError, package_dir, package_source, sha256_file, write_manifest
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, write_parquet
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "enwiki"
 DUMP = "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -71,8 +71,7 @@ def run(cfg: EnwikiConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"rows": len(df)}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_enwiki, Paths)
+main = Step("assets", ASSET, run, load_enwiki, Paths)
 
 
 if __name__ == "__main__":

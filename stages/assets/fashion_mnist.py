@@ -14,7 +14,7 @@ import numpy as np
 from stages.assets.config import FashionMNISTConfig, load_fashion_mnist
 from stages.assets.images import write_image_asset
 from stages.assets.manifest import AssetError, sha256_file
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "fashion-mnist"
 CLASSES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"]
@@ -76,8 +76,7 @@ def run(cfg: FashionMNISTConfig, paths: Paths, ctx: StageContext) -> dict[str, A
     return {"train": manifest["details"]["train_count"], "test": manifest["details"]["test_count"]}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_fashion_mnist, Paths)
+main = Step("assets", ASSET, run, load_fashion_mnist, Paths)
 
 
 if __name__ == "__main__":

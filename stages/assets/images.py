@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -10,34 +9,17 @@ import numpy as np
 import pandas as pd
 
 from stages.assets.expectations import image_labels_suite
-from stages.assets.manifest import verify_files, write_manifest
+from stages.assets.loaders import IMAGE_SPLITS, image_files
+from stages.assets.manifest import write_manifest
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir
-
-SPLITS = ("train", "test")
-
-
-@dataclass(frozen=True)
-class ImageSplits:
-    """Images ``(n, h, w)`` uint8 and labels ``(n,)`` int64 per split, with class names."""
-
-    train_images: np.ndarray
-    train_labels: np.ndarray
-    test_images: np.ndarray
-    test_labels: np.ndarray
-    classes: list[str]
-    pixel_max: int
-
-
-def _files(split: str) -> tuple[str, str]:
-    return f"{split}_images.npy", f"{split}_labels.npy"
 
 
 def label_summary(images: dict[str, np.ndarray], labels: dict[str, np.ndarray]) -> pd.DataFrame:
     """One row per image: split, label, its min and max pixel (what the GX suite checks)."""
     return pd.concat([pd.DataFrame({"split": s, "label": labels[s].astype(np.int64),
                                     "pixel_min": images[s].min(axis=(1, 2)).astype(np.int64),
-                                    "pixel_max": images[s].max(axis=(1, 2)).astype(np.int64)}) for s in SPLITS],
+                                    "pixel_max": images[s].max(axis=(1, 2)).astype(np.int64)}) for s in IMAGE_SPLITS],
                      ignore_index=True)
 
 
@@ -45,7 +27,7 @@ def write_image_asset(folder: Path, asset: str, images: dict[str, np.ndarray], l
                       classes: list[str], pixel_max: int, shape: tuple[int, int], source: dict[str, Any],
                       licence: str, report: Path) -> dict[str, Any]:
     """Validate shapes and labels, then write ``<split>_images.npy`` / ``_labels.npy`` and the manifest."""
-    for s in SPLITS:
+    for s in IMAGE_SPLITS:
         if images[s].ndim != 3 or images[s].shape[1:] != shape or images[s].dtype != np.uint8:
             raise ValueError(f"asset '{asset}': {s} images have shape {images[s].shape} {images[s].dtype}, "
                              f"expected (n, {shape[0]}, {shape[1]}) uint8")
@@ -53,21 +35,13 @@ def write_image_asset(folder: Path, asset: str, images: dict[str, np.ndarray], l
             raise ValueError(f"asset '{asset}': {len(labels[s])} {s} labels for {len(images[s])} images")
     validate_table(label_summary(images, labels), f"assets.{asset}.labels", image_labels_suite(len(classes), pixel_max))
     with atomic_dir(folder) as tmp:
-        for s in SPLITS:
-            for name, arr in zip(_files(s), (images[s], labels[s].astype(np.int64)), strict=True):
+        for s in IMAGE_SPLITS:
+            for name, arr in zip(image_files(s), (images[s], labels[s].astype(np.int64)), strict=True):
                 np.save(tmp / name, arr, allow_pickle=False)
         details = {"classes": classes, "pixel_max": pixel_max, "image_shape": list(shape),
-                   **{f"{s}_count": len(images[s]) for s in SPLITS},
-                   **{f"{s}_class_counts": np.bincount(labels[s], minlength=len(classes)).tolist() for s in SPLITS}}
+                   **{f"{s}_count": len(images[s]) for s in IMAGE_SPLITS},
+                   **{f"{s}_class_counts": np.bincount(labels[s], minlength=len(classes)).tolist()
+                      for s in IMAGE_SPLITS}}
         return write_manifest(tmp, asset, source, licence, details=details, report=report)
 
 
-def load_images(path: Path | str) -> ImageSplits:
-    """The train/test arrays of a prepared image asset folder, checksum-verified."""
-    path = Path(path)
-    names = [n for s in SPLITS for n in _files(s)]
-    manifest = verify_files(path, path.name, names)
-    arrays = {n: np.load(path / n, allow_pickle=False) for n in names}
-    return ImageSplits(train_images=arrays["train_images.npy"], train_labels=arrays["train_labels.npy"],
-                       test_images=arrays["test_images.npy"], test_labels=arrays["test_labels.npy"],
-                       classes=list(manifest["details"]["classes"]), pixel_max=int(manifest["details"]["pixel_max"]))

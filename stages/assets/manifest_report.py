@@ -8,7 +8,7 @@ from typing import Any
 
 from stages.core.io import read_json
 from stages.core.report import markdown_table, write_markdown
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 
 HEADER = """# Offline assets
 
@@ -70,8 +70,7 @@ def run(cfg: None, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"assets": len(rows)}
 
 
-def main() -> None:
-    stage_main("assets", "manifest", run, lambda params: None, Paths)
+main = Step("assets", "manifest", run, lambda params: None, Paths)
 
 
 if __name__ == "__main__":

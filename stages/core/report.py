@@ -1,19 +1,54 @@
-"""The report writer: Markdown tables and PNG plots (matplotlib, Agg backend)."""
+"""The report toolkit: report paths, the claim and its verdict, Markdown from templates, PNG plots.
+
+A paper's report step subclasses :class:`ReportPaths` with its own inputs, builds the claim
+with :func:`decide_claim` and writes report.md, metrics.json and claim.json with one call to
+:func:`write_report`. The prose lives in ``stages/<paper>/report.md.j2``, which extends
+``stages/core/templates/report_frame.md.j2`` (title, verdict line, claim, the paper's result,
+the verdict section with every check's status); every count in it is filled in from params
+and results, so the text is right at every profile.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from stages.core.io import atomic_path, read_json, write_text
+from stages.core.io import atomic_path, read_json, write_json, write_text
+from stages.core.stage import inp, out
+from stages.core.verdict import ClaimRecord, VerdictRule, decide
 
-if TYPE_CHECKING:
-    from stages.core.verdict import ClaimRecord
+TEMPLATE_DIR = Path(__file__).resolve().parent / "templates"
+PAPERS_DIR = Path(__file__).resolve().parents[1]
+# ReportPaths field -> path under reports/<paper>/ (the DAG generator's defaults)
+REPORT_FIELDS = {"timings": "timings", "report": "report.md", "metrics": "metrics.json", "claim": "claim.json",
+                 "plots": "plots"}
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportPaths:
+    """What every report step reads and writes; a paper's report ``Paths`` subclasses it."""
+
+    timings: Path = inp("folder of the paper's step timings (written by the stage runner)")
+    report: Path = out("report.md")
+    metrics: Path = out("metrics.json (deterministic: no timings)")
+    claim: Path = out("claim.json (read by the claims ledger)")
+    plots: Path = out("folder of PNG plots")
+
+
+@dataclasses.dataclass(frozen=True)
+class PaperCard:
+    """The fixed text of a paper's claim: cited title, the claim in our words, the paper's own result."""
+
+    paper: str
+    title: str
+    claim: str
+    paper_result: str
 
 
 def read_timings(folder: Path | str, steps: Sequence[str]) -> dict[str, float]:
@@ -21,8 +56,10 @@ def read_timings(folder: Path | str, steps: Sequence[str]) -> dict[str, float]:
     return {step: float(read_json(Path(folder) / f"{step}.json")["wall_time_s"]) for step in steps}
 
 
-def mean_std(values: Sequence[float], digits: int = 3) -> str:
-    """'mean ± std (n=k)' over seeds; std is the sample std (ddof=1)."""
+def mean_std(values: Sequence[float | None] | None, digits: int = 3) -> str:
+    """'mean ± std (n=k)' over the seeds with a finite value; std is the sample std (ddof=1)."""
+    if values is None:
+        return "n/a"
     arr = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
     if arr.size == 0:
         return "n/a"
@@ -31,6 +68,8 @@ def mean_std(values: Sequence[float], digits: int = 3) -> str:
 
 
 def _cell(value: Any, digits: int) -> str:
+    if value is None:  # a non-finite number read back from JSON
+        return "n/a"
     if isinstance(value, float):
         return "n/a" if not math.isfinite(value) else f"{value:.{digits}f}"
     return str(value)
@@ -80,18 +119,47 @@ def write_markdown(text: str, path: Path | str) -> None:
     write_text(text.rstrip() + "\n", path)
 
 
-def report_opening(claim: ClaimRecord, timings: Mapping[str, float]) -> list[str]:
-    """Title, verdict line (profile, seeds, wall time per step), the claim and the paper's own result."""
-    steps = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
-    return [f"# {claim.title}", "", f"**Verdict: {claim.verdict}** (profile `{claim.profile}`, seeds {claim.seeds}, "
-            f"wall time {claim.wall_time_s:.1f} s: {steps})", "",
-            "## Claim", claim.claim, "", "## The paper's result", claim.paper_result, ""]
+def decide_claim(card: PaperCard, rule: VerdictRule, per_seed: Mapping[str, Sequence[float]], *,
+                 seeds: Sequence[int], profile: str, timings: Mapping[str, float],
+                 measured: Mapping[str, str] | None = None) -> ClaimRecord:
+    """The verdict from per-seed metrics by the paper's rule, as the claim record the ledger reads."""
+    verdict, outcomes = decide(rule, per_seed)
+    measured = dict(measured) if measured is not None else {k: mean_std(v) for k, v in per_seed.items()}
+    return ClaimRecord(paper=card.paper, title=card.title, claim=card.claim, paper_result=card.paper_result,
+                       measured=measured, verdict=verdict, verdict_rule=rule.describe(), checks=outcomes,
+                       profile=profile, seeds=list(seeds), wall_time_s=float(sum(timings.values())))
 
 
-def verdict_section(claim: ClaimRecord) -> list[str]:
-    """The rule in words and each check's status with its per-seed values."""
+def checks_table(claim: ClaimRecord) -> str:
+    """Each check's status with its per-seed values."""
     rows = [{"check": o.description, "status": o.status,
              "per-seed values": ", ".join("n/a" if v is None else f"{v:.4f}" for v in o.values)} for o in claim.checks]
-    return ["## Verdict", f"Rule (fixed in params.yaml before the first default run): {claim.verdict_rule}.", "",
-            markdown_table(rows)]
+    return markdown_table(rows)
 
+
+def _fmt(value: Any, spec: str = ".3f") -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    return format(value, spec)
+
+
+def render_report(paper: str, template: str = "report.md.j2", **context: Any) -> str:
+    """Render ``stages/<paper>/<template>`` (which extends the core report template)."""
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([PAPERS_DIR / paper, TEMPLATE_DIR]),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                             trim_blocks=True, lstrip_blocks=True, autoescape=False)
+    env.filters.update(table=markdown_table, mean_std=mean_std, fmt=_fmt, thousands=lambda n: f"{int(n):,}",
+                       kv_table=lambda m, k="metric", v="value": markdown_table([{k: a, v: b} for a, b in m.items()]))
+    env.globals.update(checks_table=checks_table)
+    return env.get_template(template).render(**context)
+
+
+def write_report(paths: ReportPaths, claim: ClaimRecord, metrics: Mapping[str, Any],
+                 timings: Mapping[str, float], **context: Any) -> None:
+    """Write report.md (from the paper's template), metrics.json and claim.json."""
+    text = render_report(claim.paper, claim=claim, timings=timings, **context)
+    write_markdown(text, paths.report)
+    write_json(dict(metrics), paths.metrics)
+    write_json(claim.model_dump(), paths.claim)

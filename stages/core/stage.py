@@ -2,27 +2,37 @@
 
 Every step module ends with::
 
-    def main() -> None:
-        stage_main("<paper>", "<step>", run, load_config, Paths)
+    main = Step("<paper>", "<step>", run, load_config, Paths)
+
+    if __name__ == "__main__":
+        main()
 
 where ``Paths`` is a dataclass whose fields are declared with :func:`inp` / :func:`out`
 and become ``--field-name`` options (dvc.yaml passes every path on the command line).
+The ``Step`` is also what ``python -m stages.dag`` reads to generate the stage's entry
+in dvc.yaml: its paths, the params sections its loader reads, and its code deps.
+
+A step that fails or is interrupted (SIGTERM, SIGINT) leaves none of its declared outputs;
+the stray temporaries a SIGKILLed earlier run left beside them are swept when the step starts.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import signal
 import sys
+import threading
 import time
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
 from stages.core.config import DEFAULT_PARAMS, ConfigError, load_global
 from stages.core.gx import DataValidationError
-from stages.core.io import remove_outputs, write_json
+from stages.core.io import InputError, NonFiniteError, remove_outputs_reporting, sweep_temp, write_json
 from stages.core.seeding import apply_threads, seed_everything
 
 C = TypeVar("C")
@@ -65,9 +75,31 @@ def _parser(paper: str, step: str, paths_type: type) -> argparse.ArgumentParser:
     return parser
 
 
+class StageInterrupted(BaseException):
+    """SIGTERM or SIGINT arrived while the step ran (a BaseException, like KeyboardInterrupt)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def outputs_left(err: BaseException, outs: Sequence[Path] = ()) -> list[str]:
+    """The outputs not deleted after ``err`` ('path (reason)'); empty if all went.
+
+    ``run_stage`` records them on the exception it re-raises; an exception that did not pass
+    through its cleanup (a signal just before or after the step) has ``outs`` deleted now.
+    """
+    left = getattr(err, "stage_outputs_left", None)
+    return list(left) if left is not None else remove_outputs_reporting(outs)
+
+
 def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[str, Any]],
               cfg: C, paths: P, params_path: Path | str, timing: Path | None = None) -> dict[str, Any]:
-    """Run one step with threads and seeds applied; on any failure delete its outputs."""
+    """Run one step with threads and seeds applied; on any failure delete its outputs.
+
+    Stray temporaries of its outputs (``.<name>.*.tmp`` left by a killed run) are deleted first.
+    When an output cannot be deleted, the exception re-raised carries it (see :func:`outputs_left`).
+    """
     glob = load_global(params_path)
     apply_threads(glob.threads)
     seed_everything(glob.seed)
@@ -75,14 +107,63 @@ def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[st
     outs = output_paths(paths) + ([timing] if timing else [])
     start = time.perf_counter()
     try:
+        sweep_temp(outs)
         result = run(cfg, paths, ctx)
         if timing is not None:
             write_json({"paper": paper, "step": step, "profile": glob.profile,
                         "wall_time_s": round(time.perf_counter() - start, 3)}, timing)
-    except BaseException:
-        remove_outputs(outs)
+    except BaseException as err:
+        left = remove_outputs_reporting(outs)
+        err.stage_outputs_left = left  # type: ignore[attr-defined]
+        if left:
+            err.add_note(f"could not remove outputs: {', '.join(left)}")
         raise
     return result
+
+
+@contextmanager
+def _interruptible() -> Iterator[list[int]]:
+    """Turn the first SIGTERM or SIGINT into :class:`StageInterrupted` (main thread only).
+
+    Later signals are ignored until the block ends, so the cleanup of outputs is not cut short;
+    the list yielded holds the signal received. Lightning composes its SIGTERM handler with this one.
+    """
+    received: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        if received:
+            return
+        received.append(signum)
+        raise StageInterrupted(signum)
+
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield received
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """A step's declaration: the CLI entry point, and what the DAG generator reads."""
+
+    paper: str
+    step: str
+    run: Callable[[Any, Any, StageContext], dict[str, Any]]
+    load_config: Callable[[Path], Any]
+    paths: type
+
+    @property
+    def stage(self) -> str:
+        """The stage's name in dvc.yaml."""
+        return f"{self.paper}-{self.step}"
+
+    def __call__(self, argv: Sequence[str] | None = None) -> None:
+        stage_main(self.paper, self.step, self.run, self.load_config, self.paths, argv)
 
 
 def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[str, Any]],
@@ -97,12 +178,34 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
     except ConfigError as err:
         print(f"[{paper}-{step}] refused params ({args.params}): {err}", file=sys.stderr)
         sys.exit(2)
+    outs = [*output_paths(paths), args.timing]
+    received: list[int] = []
     try:
-        run_stage(paper, step, run, cfg, paths, args.params, args.timing)
-    except DataValidationError as err:
-        print(f"[{paper}-{step}] {err}", file=sys.stderr)
+        with _interruptible() as received:
+            run_stage(paper, step, run, cfg, paths, args.params, args.timing)
+    except (DataValidationError, InputError, NonFiniteError) as err:
+        left = outputs_left(err, outs)
+        print(f"[{paper}-{step}] {err}" + (f"; {_cleanup(left)}" if left else ""), file=sys.stderr)
         sys.exit(1)
-    except Exception:
+    except (StageInterrupted, KeyboardInterrupt, SystemExit) as err:
+        # Lightning turns SIGTERM into a SystemExit with no code and SIGINT into exit(1), after our handler
+        signum = (err.signum if isinstance(err, StageInterrupted) else received[0] if received
+                  else signal.SIGINT if isinstance(err, KeyboardInterrupt) else None)
+        if signum is not None:
+            print(f"[{paper}-{step}] interrupted by {signal.Signals(signum).name}; {_cleanup(outputs_left(err, outs))}",
+                  file=sys.stderr)
+            sys.exit(128 + signum)
+        code = err.code if isinstance(err, SystemExit) else None
+        print(f"[{paper}-{step}] stopped before finishing (SystemExit({code!r})); {_cleanup(outputs_left(err, outs))}",
+              file=sys.stderr)
+        sys.exit(code if isinstance(code, int) and code != 0 else 1)
+    except Exception as err:
         traceback.print_exc()
-        print(f"[{paper}-{step}] failed; its outputs were removed", file=sys.stderr)
+        print(f"[{paper}-{step}] failed; {_cleanup(outputs_left(err, outs))}", file=sys.stderr)
         sys.exit(1)
+
+
+def _cleanup(left: Sequence[str]) -> str:
+    if left:
+        return f"could not remove its outputs: {', '.join(left)}; delete them before rerunning"
+    return "its outputs were removed"

@@ -6,32 +6,44 @@ every seed violates it, and is *unclear* when seeds disagree or there are fewer 
 than the rule asks for. The paper's verdict follows from the checks:
 all hold -> reproduced; all fail -> not_reproduced; some hold -> partly;
 none holds and some are unclear -> inconclusive.
+
+A per-seed value that is missing (None, as non-finite numbers are written to JSON) or not
+finite is a seed on which the check does not hold: a diverged run never passes and never
+crashes the verdict. A metric the rule names that was not measured at all is an error.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from stages.core.config import Section
 
 VERDICTS = ("reproduced", "partly", "not_reproduced", "inconclusive")
 Verdict = Literal["reproduced", "partly", "not_reproduced", "inconclusive"]
 
 
-class Check(BaseModel):
-    """One claim: ``metric <op> threshold`` must hold on every seed."""
+class Check(Section):
+    """One claim: ``metric <op> threshold`` must hold on every seed (a finite threshold)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     name: str = Field(min_length=1)
     metric: str = Field(min_length=1)
     op: Literal["<=", ">="]
     threshold: float
 
-    def passes(self, value: float) -> bool:
-        """Whether one measured value satisfies the check (NaN never does)."""
-        if not math.isfinite(value):
+    @field_validator("name", "metric")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        if not value.strip() or value != value.strip():
+            raise ValueError(f"must be a non-empty name without surrounding spaces, got {value!r}")
+        return value
+
+    def passes(self, value: float | None) -> bool:
+        """Whether one measured value satisfies the check (None, NaN and ±inf never do)."""
+        if value is None or not math.isfinite(value):
             return False
         return value <= self.threshold if self.op == "<=" else value >= self.threshold
 
@@ -40,10 +52,9 @@ class Check(BaseModel):
         return f"{self.name}: {self.metric} {self.op} {self.threshold:g}"
 
 
-class VerdictRule(BaseModel):
+class VerdictRule(Section):
     """The verdict block of a paper's params section."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
     checks: list[Check] = Field(min_length=1)
     min_seeds: int = Field(ge=1)
 
@@ -71,8 +82,8 @@ class CheckOutcome(BaseModel):
     description: str
 
 
-def check_status(check: Check, values: Sequence[float], min_seeds: int) -> str:
-    """Status of one check over per-seed values."""
+def check_status(check: Check, values: Sequence[float | None], min_seeds: int) -> str:
+    """Status of one check over per-seed values (a None or non-finite value fails on its seed)."""
     if len(values) < min_seeds:
         return "unclear"
     passed = [check.passes(v) for v in values]
@@ -83,14 +94,33 @@ def check_status(check: Check, values: Sequence[float], min_seeds: int) -> str:
     return "unclear"
 
 
-def decide(rule: VerdictRule, measured: Mapping[str, Sequence[float]]) -> tuple[Verdict, list[CheckOutcome]]:
-    """Apply the rule to per-seed metric values; a missing metric is an error, not a pass."""
+def _seed_value(check: Check, value: Any) -> float:
+    """One per-seed value as a float; None (a non-finite number read back from JSON) becomes NaN."""
+    if value is None:
+        return math.nan
+    try:
+        if isinstance(value, str | bytes):
+            raise TypeError
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"verdict check '{check.name}': per-seed value of '{check.metric}' is not a number: "
+                        f"{value!r}") from None
+
+
+def decide(rule: VerdictRule,
+           measured: Mapping[str, Sequence[float | None] | None]) -> tuple[Verdict, list[CheckOutcome]]:
+    """Apply the rule to per-seed metric values; a missing metric is an error, not a pass.
+
+    A per-seed value that is None or not finite fails the check on that seed; a metric whose
+    values are None as a whole counts as no seeds (the check is unclear).
+    """
     outcomes = []
     for check in rule.checks:
         if check.metric not in measured:
             raise KeyError(f"verdict check '{check.name}' needs metric '{check.metric}', "
                            f"measured only {sorted(measured)}")
-        values = [float(v) for v in measured[check.metric]]
+        raw = measured[check.metric]
+        values = [] if raw is None else [_seed_value(check, v) for v in raw]
         status = check_status(check, values, rule.min_seeds)
         outcomes.append(CheckOutcome(name=check.name, status=status, description=check.describe(),
                                      values=[v if math.isfinite(v) else None for v in values]))

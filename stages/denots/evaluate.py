@@ -20,14 +20,13 @@ from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import load_safetensors, read_parquet, write_json, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.denots.config import PAPER, EvaluateInputs, load_evaluate
-from stages.denots.data import SplitTensors, Task, load_tasks
 from stages.denots.expectations import results_suite, runs_suite
 from stages.denots.grid import RunSpec, build_model, forward, run_grid
-from stages.denots.neural_cde import SolverDiverged, SolverSettings
-from stages.denots.train import base_solver
+from stages.denots.io import SplitTensors, Task, load_tasks
+from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver
 from stages.denots.vector_fields import FEEDBACK_FIELDS, NO_FEEDBACK_FIELDS
 
 
@@ -202,8 +201,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
     return {k: float(np.mean(v)) for k, v in per_seed.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from torch import nn
 from stages.core.seeding import derive_seed
 from stages.denots.baselines import DiagonalSSM, GRUDelta, NeuralRDE
 from stages.denots.config import DATASETS, PAPER, TrainConfig
-from stages.denots.data import SplitTensors, Task
+from stages.denots.io import SplitTensors, Task
 from stages.denots.neural_cde import DeNOTS, SolverSettings
 from stages.denots.vector_fields import n_parameters
 

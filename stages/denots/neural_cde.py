@@ -10,6 +10,7 @@ underflows its step size or produces non-finite values raises ``SolverDiverged``
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torchcde
@@ -17,6 +18,9 @@ import torchdiffeq
 from torch import nn
 
 from stages.denots.vector_fields import VectorField
+
+if TYPE_CHECKING:
+    from stages.denots.config import TrainConfig
 
 
 class SolverDiverged(RuntimeError):
@@ -31,6 +35,12 @@ class SolverSettings:
     rtol: float
     atol: float
     max_num_steps: int
+
+
+def base_solver(cfg: TrainConfig) -> SolverSettings:
+    """The shared adaptive solver of the profile."""
+    s = cfg.solver
+    return SolverSettings(s.method, s.rtol, s.atol, s.max_num_steps)
 
 
 def spline_coefficients(values: torch.Tensor) -> torch.Tensor:

@@ -9,61 +9,35 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import (
-    band,
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
+from stages.core.io import read_json, read_parquet
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
 from stages.denots.config import PAPER, ReportInputs, load_report
 
 TIMED_STEPS = ("data", "train", "evaluate")
-TITLE = ("DeNOTS: deeper Neural CDEs by scaling the time horizon, stabilised by Negative Feedback "
-         "(ICLR 2026; title paraphrased from the abstract, paper id not recorded in this project)")
-CLAIM = ("For an input-driven continuous-time model of irregular time series, scaling the integration horizon "
-         "(t → D·t) deepens the model more usefully than tightening solver tolerances, a Negative Feedback vector "
-         "field keeps long horizons stable where fields without it blow up, and the resulting DeNOTS beats "
-         "Neural RDEs and state-space baselines.")
-PAPER_RESULT = ("Up to 20% better than existing approaches (incl. Neural RDEs and SSMs) on four public benchmarks; "
-                "synthetic pendulum ablation at D = 20: R² ≈ −6·10⁶ without feedback vs 0.83 with it (abstract and "
-                "the paper's ablation as summarised in our issue).")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("DeNOTS: deeper Neural CDEs by scaling the time horizon, stabilised by Negative Feedback "
+           "(ICLR 2026; title paraphrased from the abstract, paper id not recorded in this project)"),
+    claim=("For an input-driven continuous-time model of irregular time series, scaling the integration horizon "
+           "(t → D·t) deepens the model more usefully than tightening solver tolerances, a Negative Feedback "
+           "vector field keeps long horizons stable where fields without it blow up, and the resulting DeNOTS "
+           "beats Neural RDEs and state-space baselines."),
+    paper_result=("Up to 20% better than existing approaches (incl. Neural RDEs and SSMs) on four public "
+                  "benchmarks; synthetic pendulum ablation at D = 20: R² ≈ −6·10⁶ without feedback vs 0.83 with "
+                  "it (abstract and the paper's ablation as summarised in our issue)."),
+)
 METRIC = {"pendulum": "test R² (length ℓ)", "vowels": "test accuracy"}
-DIFFERENCES = (
-    "Scale: a small hidden state, a few hundred Adam steps per run and 2 seeds on one CPU thread (counts above), "
-    "where the paper trains larger models to convergence; absolute scores, above all the pendulum R² that the ODE "
-    "models are still improving when training stops, are therefore far below the paper's. Grid: the default "
-    "profile runs a subset of horizons and one tighter tolerance; the `paper` profile holds D ∈ {1, 5, 10, 20}, "
-    "four tolerances, 3 seeds and 3000 steps. Data: a synthetic pendulum of our own making and JapaneseVowels "
-    "with 30% of frames dropped, not the paper's four public benchmarks. Not reproduced: the risk bounds and the "
-    "Gaussian-process analysis of discretisation error. The spline is parametrised by observation index on "
-    "[0, 1] with time as an input channel, so D is the whole integration horizon. Sizing: single-thread step "
-    "times of about 0.035 s per training step at D = 1 and 0.1 s at D = 20; the wall time above is the run alone "
-    "on 2 cores. Sizing history: the first default runs trained 200 steps per pendulum run (297 s for the whole "
-    "paper alone; verdict partly: DeNOTS minus the best pendulum baseline −0.68 and −0.77 R² on the two seeds, "
-    "scaling D beat tightening tolerances by +0.038 and +0.022); with half the time budget unused and the ODE "
-    "models still improving, this run doubles the steps. The verdict rule did not change.")
 CHOSEN_COLUMNS = ("check", "seed", "method run", "method score", "method NFE", "compared run", "compared score",
                   "compared NFE")
 FLOOR_NOTE = "diverged runs and scores below the floor are drawn at the floor"
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     results: Path = inp("per-run results from evaluate")
     evaluation: Path = inp("per-seed verdict metrics")
     train_log: Path = inp("training losses")
-    timings: Path = inp("folder holding data.json, train.json, evaluate.json timings")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def floor_of(dataset: str, ev: dict[str, Any]) -> float:
@@ -202,60 +176,31 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     ev = read_json(paths.evaluation)
     log = read_parquet(paths.train_log)
     timings = read_timings(paths.timings, TIMED_STEPS)
-    verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
+    headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
+                         timings=timings, measured=headline)
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_score_vs_horizon(results, ev, paths.plots / "score_vs_horizon.png")
     has_nfe = plot_score_vs_nfe(results, ev, paths.plots / "score_vs_nfe.png")
     plot_training(log, results, paths.plots / "training_loss_long_horizon.png")
 
-    headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=headline,
-                        verdict=verdict, verdict_rule=cfg.verdict.describe(), checks=outcomes, profile=ctx.profile,
-                        seeds=ev["seeds"], wall_time_s=float(sum(timings.values())))
     n_runs, n_div = len(results), int(results.diverged.sum())
     reasons = results[results.diverged].groupby("reason").size().to_dict()
-    cases = ev["n_cases"]
     chosen = [{"check": k, **c} for k, rows in ev["chosen"].items() for c in rows]
-    md = [*report_opening(claim, timings),
-          "## What the miniature does", ev["description"], "",
-          f"Counts: {n_runs} trained runs ({n_div} diverged: "
-          + (", ".join(f"{v}× {k}" for k, v in reasons.items()) or "none") + "); cases "
-          + "; ".join(f"{name} train/val/test = {c['train']}/{c['val']}/{c['test']}" for name, c in cases.items())
-          + ".", "",
-          "## What differs from the paper, and why", DIFFERENCES, "",
-          "Parameter counts (the four fields within ±10% of each other; SSM state and Neural RDE width chosen "
-          "to come closest to the DeNOTS model; the Neural RDE's log-signature readout on 13 channels cannot be "
-          "made as small):", markdown_table(parameter_rows(results)),
-          "## Vector fields and horizons (mean ± std over seeds; diverged seeds excluded from the mean)", "",
-          "Pendulum (regression of the length ℓ):", markdown_table(config_rows(results, "pendulum", "horizon")),
-          "JapaneseVowels (9 speakers, 30% of frames dropped):", markdown_table(config_rows(results, "vowels",
-                                                                                            "horizon")),
-          "Change from D = 1 to the longest horizon per field (floored means over seeds; the peak training loss "
-          "shows how far a field blew up on the long horizon before the optimiser, with gradient clipping, "
-          "reined it in):", markdown_table(horizon_rows(results, log, ev)),
-          f"DeNOTS in the verdict is the `{ev['denots_field']}` field (the paper's default, fixed in params "
-          "before the first run); the other fields are reported but never selected for the verdict.", "",
-          "## Scaling D vs tightening tolerances (pendulum, D = 1)",
-          markdown_table(config_rows(results, "pendulum", "tolerance")),
-          "## Baselines (same data, same solver for the Neural RDE)", "",
-          "Pendulum:", markdown_table(config_rows(results, "pendulum", "baseline")),
-          "JapaneseVowels:", markdown_table(config_rows(results, "vowels", "baseline")),
-          "Runs each verdict metric compares (chosen on the validation split):",
-          markdown_table(chosen, CHOSEN_COLUMNS) if chosen else "_(none)_\n",
-          *verdict_section(claim),
-          "## Plots", "![score vs D](plots/score_vs_horizon.png)", "",
-          "![training loss at the longest horizon](plots/training_loss_long_horizon.png)", ""]
-    if has_nfe:
-        md += ["![score vs NFE](plots/score_vs_nfe.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": ev["per_seed"], "configs": metrics_summary(results), "verdict": verdict,
-                "diverged_runs": n_div, "runs": n_runs}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    metrics = {"per_seed": ev["per_seed"], "configs": metrics_summary(results), "verdict": claim.verdict,
+               "diverged_runs": n_div, "runs": n_runs}
+    odes = results[results.model == "denots"]
+    write_report(paths, claim, metrics, timings, ev=ev, n_runs=n_runs, n_div=n_div, reasons=reasons,
+                 n_fields=odes.field.nunique(), max_train_steps=int(results.train_steps.max()),
+                 parameters=parameter_rows(results),
+                 fields={name: config_rows(results, name, "horizon") for name in ("pendulum", "vowels")},
+                 horizons=horizon_rows(results, log, ev), tolerance=config_rows(results, "pendulum", "tolerance"),
+                 baselines={name: config_rows(results, name, "baseline") for name in ("pendulum", "vowels")},
+                 chosen=chosen, chosen_columns=CHOSEN_COLUMNS, has_nfe=has_nfe)
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

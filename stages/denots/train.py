@@ -14,14 +14,14 @@ from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, save_safetensors, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
 from stages.denots.config import PAPER, TrainConfig, load_train
-from stages.denots.data import Task, load_tasks
 from stages.denots.expectations import runs_suite, train_log_suite
 from stages.denots.grid import RunSpec, build_model, forward, init_seed, loss_fn, run_grid
-from stages.denots.neural_cde import SolverDiverged, SolverSettings
+from stages.denots.io import Task, load_tasks
+from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver
 from stages.denots.vector_fields import n_parameters
 
 
@@ -81,12 +81,6 @@ def train_run(spec: RunSpec, task: Task, cfg: TrainConfig, seed: int) -> Sequenc
     return module
 
 
-def base_solver(cfg: TrainConfig) -> SolverSettings:
-    """The shared adaptive solver of the profile."""
-    s = cfg.solver
-    return SolverSettings(s.method, s.rtol, s.atol, s.max_num_steps)
-
-
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every run; write weights of runs that finished, the run table and the training log."""
     cap_threads(cfg.max_threads)
@@ -114,8 +108,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"runs": len(runs), "diverged_in_training": int(runs.diverged.sum())}
 
 
-def main() -> None:
-    stage_main(PAPER, "train", run, load_train, Paths)
+main = Step(PAPER, "train", run, load_train, Paths)
 
 
 if __name__ == "__main__":

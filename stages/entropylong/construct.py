@@ -14,11 +14,11 @@ from typing import Any
 
 import pandas as pd
 
-from stages.assets.retrieval import load_retrieval_index
+from stages.assets.loaders import load_retrieval_index
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.entropylong.config import PAPER, ConstructConfig, load_construct
 from stages.entropylong.expectations import heldout_suite, sequences_suite
@@ -110,8 +110,7 @@ def run(cfg: ConstructConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
             "heldout_docs": int(heldout.doc_id.nunique())}
 
 
-def main() -> None:
-    stage_main(PAPER, "construct", run, load_construct, Paths)
+main = Step(PAPER, "construct", run, load_construct, Paths)
 
 
 if __name__ == "__main__":

@@ -10,13 +10,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.assets.corpus import load_corpus
-from stages.assets.smollm2 import load_causal_lm
+from stages.assets.loaders import load_causal_lm, load_corpus
 from stages.core.gx import validate_table
 from stages.core.io import write_parquet
 from stages.core.lm_scoring import score_sequences
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.entropylong.config import PAPER, EntropyConfig, load_entropy
 from stages.entropylong.contexts import query_window
 from stages.entropylong.expectations import documents_suite, positions_suite, token_entropy_suite
@@ -98,8 +97,7 @@ def run(cfg: EntropyConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             "main_positions": int(positions.main.sum())}
 
 
-def main() -> None:
-    stage_main(PAPER, "entropy", run, load_entropy, Paths)
+main = Step(PAPER, "entropy", run, load_entropy, Paths)
 
 
 if __name__ == "__main__":

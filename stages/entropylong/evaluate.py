@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 
 from stages.core.io import load_safetensors, read_json, read_parquet, write_json, write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.entropylong.config import PAPER, EvaluateInputs, ModelSpec, load_evaluate
 from stages.entropylong.lm import build_lm, continuation_logprobs, span_nll
@@ -115,8 +115,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {k: float(np.mean(v)) for k, v in per_seed.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

@@ -10,35 +10,30 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import (
-    band,
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import CheckOutcome, ClaimRecord, VerdictRule, decide
+from stages.core.io import read_json, read_parquet
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
+from stages.core.verdict import CheckOutcome, VerdictRule
 from stages.entropylong.config import PAPER, ReportInputs, load_report
 from stages.entropylong.mini_ruler import TASKS
 from stages.entropylong.uncertainty import keep_context
 
 TIMED_STEPS = ("entropy", "retrieve", "verify", "construct", "train", "evaluate")
+REJECTED_EXAMPLES = 2  # the best-scored rejected candidates shown after the kept ones
 VARIANT_LABELS = {"entropylong": "EntropyLong (verified)", "no_verification": "retrieval, no verification",
                   "concatenation": "random concatenation"}
-TITLE = ("EntropyLong: Effective Long-Context Training via Predictive Uncertainty (ICLR 2026; "
-         "arXiv 2510.02330)")
-CLAIM = ("Long-context training sequences built from contexts that are retrieved for a document's high-entropy "
-         "positions AND verified to reduce the model's predictive entropy there (ΔI > ε) teach a model to use "
-         "long-range context better than generic concatenation or retrieval without verification.")
-PAPER_RESULT = ("Llama-3-8B trained on 128K-token EntropyLong data: RULER average 87.37 vs 85.22 for NExtLong "
-                "(retrieval-based, unverified construction) and 85.82 for EntropyLong without verification; "
-                "mean ΔI of kept contexts 0.68 (α = 2.0, ε = 0.4, 16-token query windows); better LongBench-v2 "
-                "after SFT.")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("EntropyLong: Effective Long-Context Training via Predictive Uncertainty (ICLR 2026; "
+           "arXiv 2510.02330)"),
+    claim=("Long-context training sequences built from contexts that are retrieved for a document's high-entropy "
+           "positions AND verified to reduce the model's predictive entropy there (ΔI > ε) teach a model to use "
+           "long-range context better than generic concatenation or retrieval without verification."),
+    paper_result=("Llama-3-8B trained on 128K-token EntropyLong data: RULER average 87.37 vs 85.22 for NExtLong "
+                  "(retrieval-based, unverified construction) and 85.82 for EntropyLong without verification; "
+                  "mean ΔI of kept contexts 0.68 (α = 2.0, ε = 0.4, 16-token query windows); better LongBench-v2 "
+                  "after SFT."),
+)
 POWER_GATE = ("Power gate: a check whose every seed misses the threshold counts as failed only when the 95% "
               "t-interval of its per-seed values lies entirely on the wrong side of the threshold; otherwise "
               "it is unclear (too little power). Positive control: if no variant's mean content gain (held-out "
@@ -47,7 +42,7 @@ POWER_GATE = ("Power gate: a check whose every seed misses the threshold counts 
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     documents: Path = inp("documents")
     token_entropy: Path = inp("per-token entropies")
     positions: Path = inp("selected positions")
@@ -56,11 +51,7 @@ class Paths:
     sequences: Path = inp("training sequences")
     evaluation: Path = inp("metrics from evaluate")
     train_log: Path = inp("training losses")
-    timings: Path = inp("folder of step timings")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
+    index: Path = inp("Wikipedia retrieval index asset (its manifest gives the pool's size)")
 
 
 def power_gated(rule: VerdictRule, outcomes: list[CheckOutcome], control_passed: bool = True
@@ -141,8 +132,8 @@ def by_position(main: pd.DataFrame, positions: pd.DataFrame, epsilon: float, bin
 
 
 def examples(main: pd.DataFrame, positions: pd.DataFrame, candidates: pd.DataFrame, docs: pd.DataFrame,
-             epsilon: float, n: int) -> list[str]:
-    """The n kept contexts with the largest ΔI, and the best-scored rejected one, as readable snippets."""
+             epsilon: float, n: int) -> list[dict[str, Any]]:
+    """The n kept contexts with the largest ΔI, and the best-scored rejected ones, as rows the template shows."""
     kept = main[keep_context(main.delta_i.to_numpy(), epsilon)].sort_values("delta_i", ascending=False)
     pos = positions.set_index(["doc_id", "pos"])
     text = candidates.drop_duplicates(["doc_id", "chunk_id"]).set_index(["doc_id", "chunk_id"]).text
@@ -150,18 +141,14 @@ def examples(main: pd.DataFrame, positions: pd.DataFrame, candidates: pd.DataFra
     out = []
     picks = [("kept", r) for r in kept.head(n).itertuples(index=False)]
     rejected = main[~keep_context(main.delta_i.to_numpy(), epsilon)].sort_values("score", ascending=False)
-    picks += [("rejected", r) for r in rejected.head(2).itertuples(index=False)]
+    picks += [("rejected", r) for r in rejected.head(REJECTED_EXAMPLES).itertuples(index=False)]
     for kind, r in picks:
         p = pos.loc[(r.doc_id, r.pos)]
-        ctx = " ".join(str(text.loc[(r.doc_id, r.chunk_id)]).split())
-        kindword = "copy: the predicted token occurs in the context" if r.target_in_context else \
-            "no copy: the context changes the topic prior"
-        target = p.target.strip() or repr(p.target)
-        out.append(f"- **{kind}**, document *{titles[r.doc_id]}*, position {r.pos} (target `{target}`), "
-                   f"H = {r.h:.2f} → H′ = {r.h_ctx:.2f} nats, ΔI = {r.delta_i:.2f}; context from *{r.title}* "
-                   f"({kindword}; {r.shared_entities} shared entity words).  \n"
-                   f"  query window: “{' '.join(str(p.query).split())[:220]}”  \n"
-                   f"  context: “{ctx[:260]}…”")
+        out.append({"kind": kind, "document": titles[r.doc_id], "pos": int(r.pos),
+                    "target": p.target.strip() or repr(p.target), "h": float(r.h), "h_ctx": float(r.h_ctx),
+                    "delta_i": float(r.delta_i), "source": r.title, "copies_target": bool(r.target_in_context),
+                    "shared_entities": int(r.shared_entities), "query": " ".join(str(p.query).split()),
+                    "context": " ".join(str(text.loc[(r.doc_id, r.chunk_id)]).split())})
     return out
 
 
@@ -175,26 +162,10 @@ def seeds_needed(values: list[float], margin: float, most: int = 10_000) -> int:
     return next((n for n in range(2, most) if stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n) <= margin), most)
 
 
-def settle_text(rule: VerdictRule, ev: dict[str, Any], control_passed: bool, n_kept: int, n_main: int) -> str:
-    """What the measured spread and the positive control say about the scale that would decide the claim."""
-    need = "; ".join(f"{c.metric}: about {seeds_needed(ev['per_seed'][c.metric], c.threshold)} seeds"
-                     for c in rule.checks if c.metric in ev["per_seed"])
-    control = ("The positive control passed, so the models do read their contexts; the open question is "
-               "statistical." if control_passed else
-               "The positive control failed: no trained model reads its contexts (its loss after the verified "
-               "contexts is no better than after random text), so the variants cannot differ in the skill the "
-               "paper measures.")
-    return (f"{control} Seeds for a 95% interval as narrow as the {rule.checks[0].threshold:g}-nat margin at "
-            f"the observed seed-to-seed spread: {need} (more seeds alone would only pin the difference near "
-            f"zero while no model reads context). Beyond seeds, the model must first learn to use context at all: "
-            "in-context copying (induction heads) emerges only after far more training than the "
-            f"{ev['tokens_seen_per_run']:,} tokens per run here — of the order of 10⁸ tokens with sequences "
-            "of thousands of tokens (the `paper` profile: "
-            f"an 8-layer, 512-wide model, 4,096-token sequences, 20k steps, on a GPU). The data side needs a far "
-            f"larger retrieval pool: only {n_kept} of {n_main} candidates ({n_kept / max(n_main, 1):.0%}) passed "
-            "verification here, so EntropyLong sequences are mostly filler; with the whole Wikipedia as the pool "
-            "(millions of chunks) and top-K ≥ 8, most documents would have verified contexts and the held-out "
-            "set could hold hundreds of documents.")
+def seeds_for_margin(rule: VerdictRule, ev: dict[str, Any]) -> dict[str, int]:
+    """Per check metric: the seeds whose 95% interval would be as narrow as its margin (observed spread)."""
+    return {c.metric: seeds_needed(ev["per_seed"][c.metric], c.threshold)
+            for c in rule.checks if c.metric in ev["per_seed"]}
 
 
 def plot_gains(ev: dict[str, Any], path: Path) -> None:
@@ -267,26 +238,15 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                                    paths.verification))
     seqs = read_parquet(paths.sequences)[["variant", "n_tokens", "n_contexts", "doc_start"]]
     log = read_parquet(paths.train_log)
+    pool = read_json(Path(paths.index) / "manifest.json")["details"]
     timings = read_timings(paths.timings, TIMED_STEPS)
     ent_cfg, ver_cfg = cfg.entropy, cfg.verify
     eps = ver_cfg.epsilon
-    verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
     content = {v: float(np.mean([g["content_gain"] for g in ev["gains"][v]])) for v in ev["variants"]}
     control_passed = max(content.values()) >= cfg.report.min_content_gain
-    if cfg.report.power_gate:
-        verdict, outcomes = power_gated(cfg.verdict, outcomes, control_passed)
-    rule = cfg.verdict.describe() + (f". {POWER_GATE.format(floor=cfg.report.min_content_gain)}"
-                                      if cfg.report.power_gate else "")
 
     main = ver[ver.retrieved_for & ver.main]
     kept = main[keep_context(main.delta_i.to_numpy(), eps)]
-    ablation = ablation_table(tent, ver, ent_cfg.alphas, ver_cfg.epsilons, ent_cfg.query_window)
-    paths.plots.mkdir(parents=True, exist_ok=True)
-    plot_gains(ev, paths.plots / "loss_gain.png")
-    plot_training(log, paths.plots / "training_loss.png")
-    plot_delta_i(main, ablation, eps, paths.plots / "delta_i.png")
-    plot_ruler(ev, paths.plots / "mini_ruler.png")
-
     gains = {v: [g["gain"] for g in ev["gains"][v]] for v in ev["variants"]}
     headline = {f"gain_{v}": mean_std(g, 4) for v, g in gains.items()}
     headline |= {f"content_gain_{v}": mean_std([g["content_gain"] for g in ev["gains"][v]], 4)
@@ -294,10 +254,21 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     headline |= {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
     headline |= {"acceptance": f"{len(kept) / max(len(main), 1):.3f}",
                  "mean_delta_i_kept": f"{kept.delta_i.mean():.3f}" if len(kept) else "n/a"}
-    wall = float(sum(timings.values()))
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=headline,
-                        verdict=verdict, verdict_rule=rule, checks=outcomes, profile=ctx.profile, seeds=ev["seeds"],
-                        wall_time_s=wall)
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
+                         timings=timings, measured=headline)
+    if cfg.report.power_gate:
+        verdict, outcomes = power_gated(cfg.verdict, claim.checks, control_passed)
+        claim = claim.model_copy(update={
+            "verdict": verdict, "checks": outcomes,
+            "verdict_rule": f"{claim.verdict_rule}. {POWER_GATE.format(floor=cfg.report.min_content_gain)}"})
+
+    ablation = ablation_table(tent, ver, ent_cfg.alphas, ver_cfg.epsilons, ent_cfg.query_window)
+    paths.plots.mkdir(parents=True, exist_ok=True)
+    plot_gains(ev, paths.plots / "loss_gain.png")
+    plot_training(log, paths.plots / "training_loss.png")
+    plot_delta_i(main, ablation, eps, paths.plots / "delta_i.png")
+    plot_ruler(ev, paths.plots / "mini_ruler.png")
+
     per_variant = [{"variant": VARIANT_LABELS[v], "loss without contexts": mean_std([g["nll_without"] for g in
                                                                                     ev["gains"][v]], 4),
                     "loss with verified contexts": mean_std([g["nll_with"] for g in ev["gains"][v]], 4),
@@ -316,93 +287,37 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  "mean retrieved contexts": float(g.n_contexts.mean()),
                  "mean document start": float(g.doc_start.mean())}
                 for v, g in seqs.groupby("variant", sort=False)]
-    n_docs = len(docs)
-    held = int((docs.split == "heldout").sum())
-    copy_share = float(kept.target_in_context.mean()) if len(kept) else float("nan")
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          f"- **Entropy model**: SmolLM2-135M (float32, from the asset layer), batched scoring. **Documents**: "
-          f"{n_docs} ({int((docs.source == 'wikipedia').sum())} longest Wikipedia lead extracts, "
-          f"{int((docs.source == 'enwiki').sum())} enwiki articles), each cut to {ent_cfg.doc_tokens} SmolLM2 "
-          f"tokens ({int(docs.n_tokens.sum())} tokens scored); {n_docs - held} train / {held} held out.",
-          f"- **Positions**: τ = μ_H + α·σ_H per document; up to {ent_cfg.max_positions} per document (highest "
-          f"entropy first, ≥ {ent_cfg.min_separation} tokens apart, not in the first {ent_cfg.query_window}); "
-          f"{len(positions)} positions at α = {min(ent_cfg.alphas)} (verified, for the α ablation), "
-          f"{int(positions.main.sum())} at the main α = {ent_cfg.alpha}.",
-          f"- **Retrieval**: a ±{ent_cfg.query_window}-token window around each position, embedded with "
-          f"MiniLM-L6, searched in the exact faiss index of Wikipedia chunks (2,000 articles, 2,500 chunks); "
-          f"the document's own article and near-duplicates (word 8-gram overlap) excluded "
-          f"({int(cands.groupby(['doc_id', 'pos']).n_excluded.first().sum())} hits excluded); top-K = "
-          f"{int(cands['rank'].max()) + 1}: {len(cands)} (position, candidate) pairs, "
-          f"{int(cands.groupby('doc_id').chunk_id.nunique().sum())} distinct (document, candidate) forward passes.",
-          f"- **Verification**: one SmolLM2 forward pass per (document, candidate) gives H′ at all of the "
-          f"document's selected positions; ΔI = (H − H′)/H; keep when ΔI > ε = {eps}. At the main α: "
-          f"{len(main)} candidates, {len(kept)} kept (acceptance {len(kept) / max(len(main), 1):.1%}).",
-          f"- **Training**: a small tokenizer (byte-level BPE, {ev['vocab_size']} ids) trained here; the same "
-          f"TinyGPT ({ev['model']['n_layers']} layers, d = {ev['model']['d_model']}) trained from scratch on each "
-          f"variant, {len(ev['seeds'])} seeds, {ev['tokens_seen_per_run']:,} tokens seen per run, sequences of "
-          f"{ev['train_len']} tokens (Lightning, CPU). Seed s uses the same initialisation and data order for "
-          "every variant, so differences are paired.",
-          markdown_table(seq_rows),
-          f"- **Evaluation**: ONE shared held-out set ({ev['heldout_docs']} held-out documents with ≥ 1 verified "
-          f"context, {ev['heldout_doc_tokens']} document tokens): loss on the document tokens alone vs after "
-          "their verified contexts; and a mini-RULER on held-out text, ranked by likelihood (chance stated).",
-          "", "What differs from the paper and why: an 8B model and 128K-token sequences are out of reach on 2 CPU "
-          "cores; here the documents are short, the pool is 2,500 chunks, sequences are "
-          f"{ev['train_len']} tokens and each model sees {ev['tokens_seen_per_run']:,} training tokens. The "
-          "miniature keeps the whole method (entropy → threshold → retrieval → model-in-the-loop verification → "
-          "shuffled contexts with the document last) and both baselines at equal token counts. One setting "
-          "departs from the paper: "
-          f"ε = {eps:g} instead of 0.4, because a pilot on these documents (before any training) accepted only "
-          "about 2% of candidates at 0.4, leaving EntropyLong sequences without contexts; the paper's ε stays in "
-          "the ablation below. Wall times are the run alone on 2 cores (the entropy step scored "
-          f"{int(docs.n_tokens.sum()) / max(timings['entropy'], 1e-9):.0f} SmolLM2 tokens/s); side by side with "
-          "other jobs the same run took about ten times longer.", "",
-          "## Results (mean ± std over seeds)",
-          "Primary metric, long-context loss gain on the shared held-out set (nats per document token): loss "
-          "of the document alone minus loss after its verified contexts. Control: the same documents after as "
-          "many tokens of random pool text, so `content gain` = loss(random text) − loss(verified contexts) "
-          "separates reading the contexts from merely sitting later in the sequence:",
-          markdown_table(per_variant),
-          f"Positive control ({'passed' if control_passed else 'FAILED'}): the largest mean content gain is "
-          f"{max(content.values()):.4f} nats/token (floor {cfg.report.min_content_gain:g}).", "",
-          "Per-seed paired differences of the gain:",
-          markdown_table([{"metric": k, "value": mean_std(v, 4)} for k, v in ev["per_seed"].items()]),
-          "Mini-RULER score (likelihood ranking among candidates; 1 = right, chance in its own column):",
-          markdown_table(ruler_rows, digits=2),
-          "## Data quality",
-          f"Mean ΔI of kept contexts: **{kept.delta_i.mean():.3f}** (paper: 0.68); acceptance at α = "
-          f"{ent_cfg.alpha}, ε = {eps}: **{len(kept) / max(len(main), 1):.1%}**; "
-          f"{kept.doc_id.nunique()} of {n_docs} documents have ≥ 1 kept context." if len(kept) else
-          "No candidate passed verification.",
-          "", "Kept vs rejected vs unverified top-K contexts:",
-          markdown_table(quality_rows(main, eps)),
-          "Where the selected and kept positions fall (relative position in the document):",
-          markdown_table(by_position(main, positions, eps).to_dict("records")),
-          f"Ablation on data statistics (no training): α ∈ {ent_cfg.alphas}, ε ∈ {ver_cfg.epsilons}:",
-          markdown_table(ablation.to_dict("records")),
-          "### What the kept contexts resolve",
-          f"{copy_share:.0%} of kept contexts contain the very token being predicted (a copy/lookup "
-          "dependency: a name, a date, a term the context states); the rest lower the entropy by priming the "
-          "topic (the right register, the right set of candidate words). Examples, highest ΔI first, then the "
-          "two best-scored rejected candidates:" if len(kept) else "",
-          "", *examples(main, positions, cands, docs, eps, cfg.report.n_examples), "",
-          *verdict_section(claim),
-          "### What scale would settle it",
-          settle_text(cfg.verdict, ev, control_passed, len(kept), len(main)), "",
-          "## Plots", "![gain](plots/loss_gain.png)", "", "![training](plots/training_loss.png)", "",
-          "![ΔI](plots/delta_i.png)", "", "![mini-RULER](plots/mini_ruler.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": ev["per_seed"], "gains": gains, "content_gains": content,
-                "positive_control_passed": control_passed, "ruler": ev["ruler"], "acceptance": len(kept) /
-                max(len(main), 1), "mean_delta_i_kept": float(kept.delta_i.mean()) if len(kept) else None,
-                "ablation": ablation.to_dict("records"), "verdict": verdict}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    scored_tokens = int(docs.n_tokens.sum())
+    metrics = {"per_seed": ev["per_seed"], "gains": gains, "content_gains": content,
+               "positive_control_passed": control_passed, "ruler": ev["ruler"], "acceptance": len(kept) /
+               max(len(main), 1), "mean_delta_i_kept": float(kept.delta_i.mean()) if len(kept) else None,
+               "ablation": ablation.to_dict("records"), "verdict": claim.verdict}
+    write_report(
+        paths, claim, metrics, timings, ev=ev, entropy=ent_cfg, verify=ver_cfg, report_cfg=cfg.report,
+        n_docs=len(docs), n_heldout=int((docs.split == "heldout").sum()),
+        n_wikipedia=int((docs.source == "wikipedia").sum()), n_enwiki=int((docs.source == "enwiki").sum()),
+        scored_tokens=scored_tokens, entropy_tokens_per_s=scored_tokens / max(timings["entropy"], 1e-9),
+        n_positions=len(positions), n_main_positions=int(positions.main.sum()),
+        pool_articles=int(pool["articles"]), pool_chunks=int(pool["chunks"]),
+        n_excluded=int(cands.groupby(["doc_id", "pos"]).n_excluded.first().sum()),
+        top_k=int(cands["rank"].max()) + 1, n_candidates=len(cands),
+        n_forward_passes=int(cands.groupby("doc_id").chunk_id.nunique().sum()),
+        n_main=len(main), n_kept=len(kept), acceptance=len(kept) / max(len(main), 1),
+        mean_delta_i_kept=float(kept.delta_i.mean()) if len(kept) else float("nan"),
+        n_docs_with_kept=int(kept.doc_id.nunique()),
+        copy_share=float(kept.target_in_context.mean()) if len(kept) else float("nan"),
+        seq_rows=seq_rows, per_variant=per_variant, control_passed=control_passed,
+        best_content_gain=max(content.values()),
+        per_seed_rows=[{"metric": k, "value": mean_std(v, 4)} for k, v in ev["per_seed"].items()],
+        ruler_rows=ruler_rows, quality_rows=quality_rows(main, eps),
+        position_rows=by_position(main, positions, eps).to_dict("records"),
+        ablation_rows=ablation.to_dict("records"),
+        examples=examples(main, positions, cands, docs, eps, cfg.report.n_examples),
+        margin=cfg.verdict.checks[0].threshold, seeds_for_margin=seeds_for_margin(cfg.verdict, ev))
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

@@ -9,11 +9,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.assets.minilm import load_sentence_encoder
-from stages.assets.retrieval import load_retrieval_index
+from stages.assets.loaders import load_retrieval_index, load_sentence_encoder
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.entropylong.config import PAPER, RetrieveConfig, load_retrieve
 from stages.entropylong.contexts import top_k_candidates
 from stages.entropylong.expectations import candidates_suite
@@ -70,8 +69,7 @@ def run(cfg: RetrieveConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             "excluded_self_retrievals": int(cands.groupby(["doc_id", "pos"]).n_excluded.first().sum())}
 
 
-def main() -> None:
-    stage_main(PAPER, "retrieve", run, load_retrieve, Paths)
+main = Step(PAPER, "retrieve", run, load_retrieve, Paths)
 
 
 if __name__ == "__main__":

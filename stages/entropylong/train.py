@@ -13,7 +13,7 @@ import torch
 
 from stages.core.io import atomic_dir, read_parquet, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.core.trainer import build_trainer
 from stages.entropylong.config import PAPER, TrainConfig, load_train
@@ -66,8 +66,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"runs": len(logs), "final_loss": float(log.groupby(["variant", "seed_index"]).loss.last().mean())}
 
 
-def main() -> None:
-    stage_main(PAPER, "train", run, load_train, Paths)
+main = Step(PAPER, "train", run, load_train, Paths)
 
 
 if __name__ == "__main__":

@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from stages.assets.smollm2 import load_causal_lm
+from stages.assets.loaders import load_causal_lm
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.entropylong.config import PAPER, VerifyConfig, load_verify
 from stages.entropylong.contexts import shared_entities, target_in_context, title_in_text
 from stages.entropylong.expectations import kept_suite, verification_suite
@@ -107,8 +107,7 @@ def run(cfg: VerifyConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             "acceptance": float(len(kept) / len(main)) if len(main) else float("nan")}
 
 
-def main() -> None:
-    stage_main(PAPER, "verify", run, load_verify, Paths)
+main = Step(PAPER, "verify", run, load_verify, Paths)
 
 
 if __name__ == "__main__":

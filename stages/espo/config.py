@@ -156,9 +156,12 @@ class EvaluateConfig(Section):
 
 
 class ReportInputs(Section):
-    """The report step reads the verdict rule."""
+    """The report step reads the verdict rule, and the data and RL settings its prose states."""
 
     verdict: VerdictRule
+    data: DataConfig
+    rl: RLConfig
+    paper_rl: RLConfig  # ``espo.rl`` at the `paper` profile, the scale the report points to
 
 
 def load_data(params: Path) -> DataConfig:
@@ -182,5 +185,6 @@ def load_evaluate(params: Path) -> EvaluateConfig:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``espo.verdict``."""
-    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
+    """``espo.verdict``, ``espo.data`` and ``espo.rl`` (also at the `paper` profile)."""
+    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params), data=load_data(params),
+                        rl=load_rl(params), paper_rl=load_section(RLConfig, f"{PAPER}.rl", params, profile="paper"))

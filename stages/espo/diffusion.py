@@ -7,12 +7,20 @@ The prompt is always visible; the completion starts fully masked and is unmasked
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from stages.core.io import load_safetensors
 from stages.core.transformer import Block
-from stages.espo.tasks import MASK_ID, SYMBOLS
+from stages.espo.tasks import MASK_ID, SYMBOLS, decode
+
+if TYPE_CHECKING:
+    from stages.espo.config import ModelConfig
+    from stages.espo.io import Examples
 
 
 class MaskedDiffusionLM(nn.Module):
@@ -74,3 +82,25 @@ def sample(model: nn.Module, prompt: torch.Tensor, length: int, steps: int, temp
         chosen = confidence.topk(k, dim=1).indices
         x.scatter_(1, chosen, draw.gather(1, chosen))
     return x
+
+
+def load_policy(folder: Path, task: str, spec: ModelConfig, max_len: int) -> MaskedDiffusionLM:
+    """The warm-start (or an RL) model of a task."""
+    model = MaskedDiffusionLM(spec.d_model, spec.n_layers, spec.n_heads, max_len)
+    model.load_state_dict(load_safetensors(folder / f"{task}.safetensors"))
+    return model
+
+
+@torch.no_grad()
+def success_and_reward(model: torch.nn.Module, ex: Examples, steps: int, limit: int | None = None,
+                       batch: int = 256, temperature: float = 0.0,
+                       gen: torch.Generator | None = None) -> tuple[float, float]:
+    """Success rate (reward = 1) and mean reward on the first ``limit`` rows; greedy unless temperature > 0."""
+    n = len(ex) if limit is None else min(limit, len(ex))
+    rewards = []
+    for start in range(0, n, batch):
+        completions = sample(model, ex.prompts[start:start + batch][: n - start], ex.completion_length, steps,
+                             temperature, gen)
+        rewards += [ex.reward(start + i, decode(c)) for i, c in enumerate(completions)]
+    r = torch.tensor(rewards)
+    return float((r >= 1.0).float().mean()), float(r.mean())

@@ -13,12 +13,11 @@ from tqdm import tqdm
 
 from stages.core.io import read_json, read_parquet, write_json
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.espo.config import PAPER, EvaluateConfig, ModelConfig, load_evaluate
-from stages.espo.data import Examples, read_tables, task_examples
-from stages.espo.rl import load_policy
-from stages.espo.warmstart import success_and_reward
+from stages.espo.diffusion import load_policy, success_and_reward
+from stages.espo.io import Examples, read_tables, task_examples
 
 MAIN = ("d1", "token_elbo", "espo")
 
@@ -115,8 +114,7 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {k: float(np.mean(v)) if v else float("nan") for k, v in per_seed.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

@@ -18,14 +18,13 @@ import torch
 from tqdm import tqdm
 
 from stages.core.gx import validate_table
-from stages.core.io import atomic_dir, load_safetensors, read_json, save_safetensors, write_json, write_parquet
+from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, write_parquet
 from stages.core.rl import clip_fraction, group_relative_advantages
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, load_rl
-from stages.espo.data import Examples, read_tables, task_examples
-from stages.espo.diffusion import MaskedDiffusionLM, sample
+from stages.espo.diffusion import MaskedDiffusionLM, load_policy, sample
 from stages.espo.elbo import (
     elbo_mask_samples,
     elbo_token_terms,
@@ -34,6 +33,7 @@ from stages.espo.elbo import (
     token_level_loss,
 )
 from stages.espo.expectations import rl_log_suite
+from stages.espo.io import Examples, read_tables, task_examples
 from stages.espo.tasks import decode
 
 
@@ -49,13 +49,6 @@ class Paths:
 def run_name(task: str, variant: str, seed_index: int) -> str:
     """File-safe name of one RL run."""
     return f"{task}__{variant}__s{seed_index}"
-
-
-def load_policy(folder: Path, task: str, spec: ModelConfig, max_len: int) -> MaskedDiffusionLM:
-    """The warm-start (or an RL) model of a task."""
-    model = MaskedDiffusionLM(spec.d_model, spec.n_layers, spec.n_heads, max_len)
-    model.load_state_dict(load_safetensors(folder / f"{task}.safetensors"))
-    return model
 
 
 def policy_terms(model: torch.nn.Module, variant: Variant, prompt: torch.Tensor, completion: torch.Tensor,
@@ -149,8 +142,7 @@ def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"runs": len(runs), "iterations": cfg.iterations}
 
 
-def main() -> None:
-    stage_main(PAPER, "rl", run, load_rl, Paths)
+main = Step(PAPER, "rl", run, load_rl, Paths)
 
 
 if __name__ == "__main__":

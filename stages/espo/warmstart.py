@@ -18,13 +18,12 @@ import torch
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
 from stages.espo.config import PAPER, ModelConfig, WarmstartConfig, load_warmstart
-from stages.espo.data import Examples, read_tables, task_examples
-from stages.espo.diffusion import MaskedDiffusionLM, masked_diffusion_loss, sample
-from stages.espo.tasks import decode
+from stages.espo.diffusion import MaskedDiffusionLM, masked_diffusion_loss, success_and_reward
+from stages.espo.io import Examples, read_tables, task_examples
 
 
 @dataclass(frozen=True)
@@ -38,21 +37,6 @@ class Paths:
 def build_model(spec: ModelConfig, max_len: int) -> MaskedDiffusionLM:
     """The masked-diffusion transformer of the given size."""
     return MaskedDiffusionLM(spec.d_model, spec.n_layers, spec.n_heads, max_len)
-
-
-@torch.no_grad()
-def success_and_reward(model: torch.nn.Module, ex: Examples, steps: int, limit: int | None = None,
-                       batch: int = 256, temperature: float = 0.0,
-                       gen: torch.Generator | None = None) -> tuple[float, float]:
-    """Success rate (reward = 1) and mean reward on the first ``limit`` rows; greedy unless temperature > 0."""
-    n = len(ex) if limit is None else min(limit, len(ex))
-    rewards = []
-    for start in range(0, n, batch):
-        completions = sample(model, ex.prompts[start:start + batch][: n - start], ex.completion_length, steps,
-                             temperature, gen)
-        rewards += [ex.reward(start + i, decode(c)) for i, c in enumerate(completions)]
-    r = torch.tensor(rewards)
-    return float((r >= 1.0).float().mean()), float(r.mean())
 
 
 def choose_checkpoint(curve: list[dict[str, float]], low: float, high: float) -> int:
@@ -124,8 +108,7 @@ def run(cfg: WarmstartConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
     return result
 
 
-def main() -> None:
-    stage_main(PAPER, "warmstart", run, load_warmstart, Paths)
+main = Step(PAPER, "warmstart", run, load_warmstart, Paths)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import pandas as pd
 from stages.core.gx import validate_table
 from stages.core.io import write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 from stages.matrix_denoising.config import PAPER, DataConfig, load_data
 from stages.matrix_denoising.expectations import instances_suite
 from stages.matrix_denoising.theory import bbp_threshold, stall_ratio
@@ -57,8 +57,7 @@ def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"rows": len(df), "matrices": df["instance"].nunique()}
 
 
-def main() -> None:
-    stage_main(PAPER, "data", run, load_data, Paths)
+main = Step(PAPER, "data", run, load_data, Paths)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_json, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.matrix_denoising.config import PAPER, EvaluateConfig, load_evaluate
 from stages.matrix_denoising.expectations import instances_suite, theory_suite, trajectories_suite
 from stages.matrix_denoising.spiked_model import sample_spiked_matrix
@@ -157,8 +157,7 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {k: float(np.mean(v)) for k, v in per_seed.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

@@ -9,43 +9,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import (
-    band,
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
+from stages.core.io import read_json, read_parquet
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
 from stages.matrix_denoising.config import PAPER, ReportInputs, load_report
 from stages.matrix_denoising.theory import bbp_overlaps
 
 TIMED_STEPS = ("data", "train", "evaluate")
-TITLE = "Gradient Descent Dynamics of Rank-One Matrix Denoising (ICLR 2026, OpenReview S5oAnaIbgb)"
-CLAIM = ("In the large-dimension limit, the overlaps of gradient-descent estimates with the true singular "
-         "vectors follow closed-form trajectories (random matrix theory), converge to the BBP overlaps above "
-         "λ_c = c^{1/4} and to 0 below, and stall when the initial overlaps have a specific SNR-dependent ratio.")
-PAPER_RESULT = ("Qualitative (no headline numbers in the abstract): closed-form trajectories agree with simulations; "
-                "long-time limit aligns with the BBP transition; estimation is infeasible at a specific ratio of "
-                "the initial overlaps that depends on the SNR and the dimensions.")
+CARD = PaperCard(
+    paper=PAPER,
+    title="Gradient Descent Dynamics of Rank-One Matrix Denoising (ICLR 2026, OpenReview S5oAnaIbgb)",
+    claim=("In the large-dimension limit, the overlaps of gradient-descent estimates with the true singular "
+           "vectors follow closed-form trajectories (random matrix theory), converge to the BBP overlaps above "
+           "λ_c = c^{1/4} and to 0 below, and stall when the initial overlaps have a specific SNR-dependent ratio."),
+    paper_result=("Qualitative (no headline numbers in the abstract): closed-form trajectories agree with "
+                  "simulations; long-time limit aligns with the BBP transition; estimation is infeasible at a "
+                  "specific ratio of the initial overlaps that depends on the SNR and the dimensions."),
+)
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     instances: Path = inp("instance specs")
     trajectories: Path = inp("RGD trajectories")
     theory: Path = inp("theory curves")
     evaluation: Path = inp("metrics from evaluate")
-    timings: Path = inp("folder holding data.json, train.json, evaluate.json timings")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def plot_trajectories(traj: pd.DataFrame, theory: pd.DataFrame, instances: pd.DataFrame,
@@ -120,7 +108,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     theory = read_parquet(paths.theory)
     ev = read_json(paths.evaluation)
     timings = read_timings(paths.timings, TIMED_STEPS)
-    verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
+                         timings=timings)
 
     paths.plots.mkdir(parents=True, exist_ok=True)
     first_init = instances.init.iloc[0]
@@ -129,50 +118,17 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     plot_limits(ev, paths.plots / "limits_vs_lambda.png")
     has_stall = plot_stall(traj, theory, instances, paths.plots / "stall.png")
 
-    headline = {k: mean_std(v) for k, v in ev["per_seed"].items()}
     metrics = {"per_seed": ev["per_seed"], "mean": {k: float(np.nanmean(v)) for k, v in ev["per_seed"].items()},
-               "verdict": verdict, "c": ev["c"], "lambda_c": ev["lambda_c"]}
-    wall = float(sum(timings.values()))
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=headline,
-                        verdict=verdict, verdict_rule=cfg.verdict.describe(), checks=outcomes,
-                        profile=ctx.profile, seeds=ev["seeds"], wall_time_s=wall)
-
+               "verdict": claim.verdict, "c": ev["c"], "lambda_c": ev["lambda_c"]}
     first = instances.iloc[0]
-    per_lam = pd.DataFrame(ev["per_lambda"])
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          f"X = Z + λ u* v*ᵀ with p = {int(first.p)}, n = {int(first.n)} (c = {ev['c']:.3f}, "
-          f"λ_c = c^(1/4) = {ev['lambda_c']:.4f}), λ ∈ {sorted(per_lam.lam.tolist())}, "
-          f"{len(ev['seeds'])} seeds per λ; initial overlaps {sorted(instances.init.unique().tolist())}. "
-          "Gradient flow on the spheres is simulated by Riemannian gradient descent (normalisation "
-          f"retraction) up to t = {ev['horizon']:g}; the theory curves are computed from (c, λ, α_u, α_v, t) "
-          "alone, as integrals against the Marchenko-Pastur law (with its atom) plus the BBP outlier, never "
-          "from a sampled matrix. The SVD of each sampled matrix is the non-GD baseline. Metrics exclude "
-          f"|λ − λ_c| < {ev['transition_window']:g}, where finite-size effects of order n^(-1/3) dominate.",
-          "", "## Results (mean ± std over seeds)",
-          markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
-          "Per λ (means over seeds; gaps are max over t of |simulation − theory| for u and v):",
-          markdown_table(per_lam.to_dict(orient="records")),
-          "Below λ_c the large-dimension theory decays like t^(-3/4) towards 0, while at finite n the "
-          "flow ends on the top singular vector, whose overlap with u* is of order n^(-1/2) and random: the "
-          "limits n → ∞ and t → ∞ do not commute there, so the trajectory gap grows with the horizon. "
-          f"Max gap per seed above λ_c + window: {headline['max_trajectory_gap_above']}; "
-          f"below λ_c − window: {headline['max_trajectory_gap_below']}.", "",
-          *verdict_section(claim),
-          "## Plots", "![trajectories](plots/trajectories.png)", "", "![limits](plots/limits_vs_lambda.png)", ""]
-    if has_stall:
-        stall = pd.DataFrame(ev["stall"])
-        md += ["![stall](plots/stall.png)", "", "Time for |⟨u*, u_t⟩| to reach "
-               "the stated fraction of its BBP value (censored at the horizon):",
-               markdown_table(stall.to_dict("records"))]
-    write_markdown("\n".join(md), paths.report)
-    write_json(metrics, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    write_report(paths, claim, metrics, timings, ev=ev, p=int(first.p), n=int(first.n),
+                 lambdas=sorted(pd.DataFrame(ev["per_lambda"]).lam.tolist()),
+                 inits=sorted(instances.init.unique().tolist()),
+                 per_lambda=ev["per_lambda"], stall=ev["stall"] if has_stall else None)
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.matrix_denoising.config import PAPER, TrainConfig, load_train
 from stages.matrix_denoising.dynamics import overlap_trajectories_rgd
 from stages.matrix_denoising.expectations import instances_suite, trajectories_suite
@@ -52,8 +52,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"matrices": len(groups), "rows": len(traj)}
 
 
-def main() -> None:
-    stage_main(PAPER, "train", run, load_train, Paths)
+main = Step(PAPER, "train", run, load_train, Paths)
 
 
 if __name__ == "__main__":

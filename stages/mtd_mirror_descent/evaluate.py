@@ -12,10 +12,10 @@ from tqdm import tqdm
 
 from stages.core.io import load_safetensors, read_json, write_json
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.mtd_mirror_descent.attention_only import AttentionOnlyTransformer, set_one_step_mirror_descent
 from stages.mtd_mirror_descent.config import PAPER, EvaluateConfig, EvaluateInputs, ModelSpec, load_evaluate
-from stages.mtd_mirror_descent.data import load_split, read_tables
+from stages.mtd_mirror_descent.io import load_split, read_tables
 from stages.mtd_mirror_descent.mirror_descent import bayes_posterior_mean, mirror_descent, responsibilities
 from stages.mtd_mirror_descent.models import build_model, init_seed
 from stages.mtd_mirror_descent.mtd import kl_divergence, lag_transition_probs, next_token_distribution
@@ -157,8 +157,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {k: float(np.mean(v)) if v else float("nan") for k, v in per_seed.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

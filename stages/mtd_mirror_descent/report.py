@@ -8,42 +8,30 @@ from typing import Any
 
 import numpy as np
 
-from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import (
-    band,
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
+from stages.core.io import read_json, read_parquet
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
 
 TIMED_STEPS = ("data", "train", "evaluate")
-TITLE = ("Transformers Learn Latent Mixture Models In-Context via Mirror Descent "
-         "(D'Angelo & Flammarion, ICLR 2026; OpenReview SHidElLSVt, arXiv 2604.10848)")
-CLAIM = ("On sequences from a Mixture of Transition Distributions, a three-layer transformer can compute one step "
-         "of entropic mirror descent on the in-context likelihood of the mixture weights (a first-order "
-         "approximation of the Bayes predictor), and trained transformers converge to that construction; deeper "
-         "models align with more mirror-descent steps.")
-PAPER_RESULT = ("Explicit 3-layer construction of one MD step (layer 1 attention = responsibilities, layer 2 = "
-                "averaging, layer 3 = softmax and prediction); trained models' attention maps match it and deeper "
-                "models' performance aligns with multi-step MD (qualitative; no headline numbers in the abstract).")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("Transformers Learn Latent Mixture Models In-Context via Mirror Descent "
+           "(D'Angelo & Flammarion, ICLR 2026; OpenReview SHidElLSVt, arXiv 2604.10848)"),
+    claim=("On sequences from a Mixture of Transition Distributions, a three-layer transformer can compute one step "
+           "of entropic mirror descent on the in-context likelihood of the mixture weights (a first-order "
+           "approximation of the Bayes predictor), and trained transformers converge to that construction; deeper "
+           "models align with more mirror-descent steps."),
+    paper_result=("Explicit 3-layer construction of one MD step (layer 1 attention = responsibilities, layer 2 = "
+                  "averaging, layer 3 = softmax and prediction); trained models' attention maps match it and deeper "
+                  "models' performance aligns with multi-step MD (qualitative; no headline numbers in the abstract)."),
+)
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     evaluation: Path = inp("metrics from evaluate")
     train_log: Path = inp("training losses")
-    timings: Path = inp("folder holding data.json, train.json, evaluate.json timings")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def plot_kl(ev: dict[str, Any], path: Path) -> None:
@@ -103,17 +91,14 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     ev = read_json(paths.evaluation)
     log = read_parquet(paths.train_log)
     timings = read_timings(paths.timings, TIMED_STEPS)
-    verdict, outcomes = decide(cfg.verdict, ev["per_seed"])
+    headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
+                         timings=timings, measured=headline)
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_kl(ev, paths.plots / "kl_vs_length.png")
     has_attention = plot_attention(ev, paths.plots / "attention_vs_gamma.png")
     plot_training(log, paths.plots / "training_loss.png")
 
-    headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
-    wall = float(sum(timings.values()))
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=headline,
-                        verdict=verdict, verdict_rule=cfg.verdict.describe(), checks=outcomes, profile=ctx.profile,
-                        seeds=ev["seeds"], wall_time_s=wall)
     lengths = ev["lengths"]
     kl_rows = [{"method": n, **{f"T={t}": c[str(t)] for t in lengths}} for n, c in ev["kl"].items()]
     kl_rows += [{"method": f"trained {n}", **{f"T={t}": mean_std([r[str(t)] for r in runs], 4) for t in lengths}}
@@ -125,44 +110,14 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  "untrained TV": mean_std([a["untrained_tv"] for a in runs], 3)}
                 for n, runs in ev["attention"].items() if runs]
     steps = log.groupby(["model", "seed_index"]).step.max()
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          f"Test sequences: {ev['n_test']}; prediction of y_(T+1) from y_(1..T) for T in {lengths}. Estimators: "
-          f"uniform λ; k-step mirror descent from uniform with η chosen on the validation split "
-          f"({', '.join(f'k={k}: η={v:.3g}' for k, v in ev['etas'].items())}); the Bayes posterior mean of λ "
-          "by two-stage importance sampling (Dirichlet prior, then a moment-matched Dirichlet proposal); the "
-          "oracle λ (KL = 0). Models: attention-only transformers with relative-position attention and a "
-          "mixture-of-distributions readout (the construction's class) and a standard pre-norm transformer with "
-          f"absolute positions, trained from scratch for {int(steps.max())} steps each. The hand-set 3-layer "
-          f"construction reproduces one-step MD to max |Δp| = {ev['construction_max_abs_error']:.2e} on the test set.",
-          "", "Sizing history: the first default runs (500 steps, rows of π* from Dir(1)) left every model at "
-          "or above the uniform-λ predictor, because knowing λ was worth little there; the default was resized "
-          "(3000 steps, rows from Dir(0.3), sequences of T_max + 1 tokens) before this run. The verdict rule "
-          "was not changed (params.yaml comments give the numbers).",
-          "", "Bayes importance sampling, effective sample size per T (floor "
-          f"{ev['ess_floor']:g}): " + "; ".join(f"T={t}: median {e['median']:.0f}, min {e['min']:.0f}, "
-                                              f"{100 * e['frac_above_floor']:.1f}% above floor"
-                                              for t, e in ev["bayes_ess"].items()), "",
-          "## Results (mean ± std over seeds)",
-          markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
-          "KL(true ‖ prediction) by context length:", markdown_table(kl_rows, digits=4),
-          "Mean total-variation distance between each trained model's predictions and each estimator's "
-          "(lower = closer):", markdown_table(close_rows),
-          "Layer-1 attention vs the responsibilities γ (TV of the best head; the untrained model has the same "
-          "initialisation):", markdown_table(att_rows) if att_rows else "_(no attention-only models)_\n",
-          *verdict_section(claim),
-          "## Plots", "![KL vs T](plots/kl_vs_length.png)", "", "![training](plots/training_loss.png)", ""]
-    if has_attention:
-        md += ["![attention](plots/attention_vs_gamma.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": ev["per_seed"], "kl": ev["kl"], "model_kl": ev["model_kl"],
-                "closeness": ev["closeness"], "verdict": verdict}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    metrics = {"per_seed": ev["per_seed"], "kl": ev["kl"], "model_kl": ev["model_kl"],
+               "closeness": ev["closeness"], "verdict": claim.verdict}
+    write_report(paths, claim, metrics, timings, ev=ev, train_steps=int(steps.max()), kl_rows=kl_rows,
+                 close_rows=close_rows, att_rows=att_rows, has_attention=has_attention)
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

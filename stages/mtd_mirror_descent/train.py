@@ -12,10 +12,10 @@ import torch
 from torch.nn import functional as F
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.mtd_mirror_descent.config import PAPER, TrainConfig, load_train
-from stages.mtd_mirror_descent.data import load_split, read_tables
+from stages.mtd_mirror_descent.io import load_split, read_tables
 from stages.mtd_mirror_descent.models import build_model, init_seed
 
 
@@ -79,8 +79,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"runs": len(logs), "final_loss": float(log.groupby(["model", "seed_index"]).loss.last().mean())}
 
 
-def main() -> None:
-    stage_main(PAPER, "train", run, load_train, Paths)
+main = Step(PAPER, "train", run, load_train, Paths)
 
 
 if __name__ == "__main__":

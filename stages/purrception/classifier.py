@@ -10,12 +10,12 @@ import lightning
 import torch
 from torch.nn import functional as F
 
-from stages.core.io import atomic_dir, load_safetensors, read_json, save_safetensors, write_json
+from stages.core.io import atomic_dir, save_safetensors, write_json
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.purrception.config import PAPER, ClassifierConfig, load_classifier
-from stages.purrception.data import N_CLASSES, read_images
+from stages.purrception.io import N_CLASSES, read_images
 from stages.purrception.metrics import FeatureNet
 
 
@@ -40,14 +40,6 @@ class ClassifierModule(lightning.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.net.parameters(), lr=self.lr)
-
-
-def load_classifier_model(folder: Path) -> FeatureNet:
-    """The trained feature net."""
-    m = read_json(Path(folder) / "manifest.json")
-    net = FeatureNet(m["image_size"], m["channels"], m["feature_dim"], m["n_classes"])
-    net.load_state_dict(load_safetensors(Path(folder) / "classifier.safetensors"))
-    return net.eval()
 
 
 @torch.inference_mode()
@@ -80,8 +72,7 @@ def run(cfg: ClassifierConfig, paths: Paths, ctx: StageContext) -> dict[str, Any
     return result
 
 
-def main() -> None:
-    stage_main(PAPER, "classifier", run, load_classifier, Paths)
+main = Step(PAPER, "classifier", run, load_classifier, Paths)
 
 
 if __name__ == "__main__":

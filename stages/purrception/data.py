@@ -11,15 +11,12 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 
-from stages.assets.images import load_images
-from stages.core.gx import validate_table
-from stages.core.io import atomic_path, read_parquet, write_parquet
+from stages.assets.loaders import load_images
+from stages.core.io import atomic_path, write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.purrception.config import PAPER, DataConfig, load_data
-from stages.purrception.expectations import image_index_suite
-
-N_CLASSES = 10  # Fashion-MNIST and sklearn digits both have ten classes
+from stages.purrception.io import N_CLASSES, validate
 
 
 @dataclass(frozen=True)
@@ -56,25 +53,6 @@ def build(cfg: DataConfig, asset: Path, seed: int) -> tuple[np.ndarray, pd.DataF
     return np.concatenate(arrays), pd.concat(frames, ignore_index=True)
 
 
-def validate(images: np.ndarray, index: pd.DataFrame) -> None:
-    """The array and its index agree; the index passes its suite."""
-    if images.ndim != 3 or images.dtype != np.uint8 or images.shape[1] != images.shape[2]:
-        raise ValueError(f"{PAPER}.images: expected a uint8 array (n, S, S), got {images.shape} {images.dtype}")
-    validate_table(index, f"{PAPER}.images", image_index_suite(len(images), N_CLASSES))
-
-
-def read_images(images_path: Path, index_path: Path) -> dict[str, tuple[torch.Tensor, np.ndarray]]:
-    """Validated {split: (images float32 (n, S, S) in [0, 1], labels)}."""
-    images, index = np.load(images_path, allow_pickle=False), read_parquet(index_path)
-    validate(images, index)
-    out_: dict[str, tuple[torch.Tensor, np.ndarray]] = {}
-    for split in ("train", "test"):
-        rows = index[index.split == split].sort_values("row")
-        out_[split] = (torch.as_tensor(images[rows.row.to_numpy()], dtype=torch.float32) / 255.0,
-                       rows.label.to_numpy())
-    return out_
-
-
 def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Build, validate and write the array and its index."""
     images, index = build(cfg, paths.asset, ctx.seed)
@@ -85,8 +63,7 @@ def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"n_train": cfg.n_train, "n_test": cfg.n_test, "image_size": cfg.image_size}
 
 
-def main() -> None:
-    stage_main(PAPER, "data", run, load_data, Paths)
+main = Step(PAPER, "data", run, load_data, Paths)
 
 
 if __name__ == "__main__":

@@ -14,16 +14,13 @@ from tqdm import tqdm
 from stages.core.gx import validate_table
 from stages.core.io import atomic_path, read_json, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.purrception.classifier import load_classifier_model
+from stages.core.stage import StageContext, Step, inp, out
 from stages.purrception.config import PAPER, EvaluateInputs, load_evaluate
-from stages.purrception.data import read_images
 from stages.purrception.expectations import fid_curve_suite
-from stages.purrception.flow_matching import sample_codes
-from stages.purrception.metrics import FeatureNet, embed_all, frechet_distance, precision_recall
-from stages.purrception.tokenizer import load_tokenizer_model, tokenize
-from stages.purrception.train import flow_codebook, load_generator
-from stages.purrception.vq import VQVAE
+from stages.purrception.flow_matching import flow_codebook, load_generator, sample_codes
+from stages.purrception.io import read_images
+from stages.purrception.metrics import FeatureNet, embed_all, frechet_distance, load_classifier_model, precision_recall
+from stages.purrception.vq import VQVAE, load_tokenizer_model, tokenize
 
 
 @dataclass(frozen=True)
@@ -113,8 +110,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"final_fid": last.to_dict()}
 
 
-def main() -> None:
-    stage_main(PAPER, "evaluate", run, load_evaluate, Paths)
+main = Step(PAPER, "evaluate", run, load_evaluate, Paths)
 
 
 if __name__ == "__main__":

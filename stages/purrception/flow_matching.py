@@ -15,13 +15,19 @@ Continuous outputs are snapped to the nearest code at the end. No step evaluates
 from __future__ import annotations
 
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
+from stages.core.io import load_safetensors, read_json
 from stages.core.transformer import Block
 from stages.purrception.vq import nearest_code
+
+if TYPE_CHECKING:
+    from stages.purrception.config import TrainConfig
 
 METHODS = ("purrception", "cfm_velocity", "cfm_endpoint", "discrete_fm")
 CONTINUOUS = ("cfm_velocity", "cfm_endpoint")
@@ -151,3 +157,25 @@ def sample_codes(model: FlowTransformer, codebook: torch.Tensor, n: int, n_steps
             v = out
         z = z + h * v
     return nearest_code(z, codebook)
+
+
+def flow_codebook(tokenizer: Path) -> tuple[torch.Tensor, float]:
+    """The codebook divided by its overall std, so code embeddings have the scale of z₀ ~ N(0, I)."""
+    codebook = load_safetensors(Path(tokenizer) / "vqvae.safetensors")["codebook.weight"].float()
+    scale = float(codebook.std())
+    return codebook / scale, scale
+
+
+def build_flow_model(cfg: dict[str, Any] | TrainConfig, method: str) -> FlowTransformer:
+    """The shared network with the method's input and head, from the train manifest (or config)."""
+    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
+    return FlowTransformer(method, get("codebook_size"), get("code_dim"), get("seq_len"), get("d_model"),
+                           get("n_layers"), get("n_heads"))
+
+
+def load_generator(folder: Path, method: str, seed_index: int, step: int) -> FlowTransformer:
+    """One trained generator at one checkpoint."""
+    manifest = read_json(Path(folder) / "manifest.json")
+    model = build_flow_model(manifest, method)
+    model.load_state_dict(load_safetensors(Path(folder) / f"{method}_s{seed_index}_step{step}.safetensors"))
+    return model.eval()

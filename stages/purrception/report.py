@@ -10,47 +10,35 @@ import numpy as np
 import pandas as pd
 
 from stages.core.gx import validate_table
-from stages.core.io import read_json, read_parquet, write_json
-from stages.core.report import (
-    band,
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
+from stages.core.io import read_json, read_parquet
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
 from stages.purrception.config import PAPER, ReportInputs, load_report
 from stages.purrception.expectations import fid_curve_suite, train_log_suite
 
 TIMED_STEPS = ("data", "tokenizer", "classifier", "train", "evaluate")
 CONTINUOUS = ("cfm_velocity", "cfm_endpoint")
-TITLE = ("Purrception: Variational Flow Matching for Vector-Quantized Image Generation "
-         "(Matişan et al., ICLR 2026; OpenReview SA8xDYrUYB, arXiv 2510.01478)")
-CLAIM = ("Flow matching over vector-quantised latents that predicts a categorical posterior over codebook indices "
-         "while moving in the continuous embedding space trains faster (fewer steps to a given FID) than both "
-         "continuous and discrete flow matching, with a competitive final FID.")
-PAPER_RESULT = ("ImageNet-1k 256×256: Purrception converges faster than continuous FM and discrete FM baselines "
-                "trained in the same code and reaches an FID competitive with state-of-the-art models "
-                "(abstract; the abstract states no numbers, so none are restated here).")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("Purrception: Variational Flow Matching for Vector-Quantized Image Generation "
+           "(Matişan et al., ICLR 2026; OpenReview SA8xDYrUYB, arXiv 2510.01478)"),
+    claim=("Flow matching over vector-quantised latents that predicts a categorical posterior over codebook indices "
+           "while moving in the continuous embedding space trains faster (fewer steps to a given FID) than both "
+           "continuous and discrete flow matching, with a competitive final FID."),
+    paper_result=("ImageNet-1k 256×256: Purrception converges faster than continuous FM and discrete FM baselines "
+                  "trained in the same code and reaches an FID competitive with state-of-the-art models "
+                  "(abstract; the abstract states no numbers, so none are restated here)."),
+)
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     evaluation: Path = inp("floors and settings from evaluate")
     fid_curves: Path = inp("FID / precision / recall per checkpoint")
     samples: Path = inp("sample grid")
     train_log: Path = inp("training losses")
     tokenizer_metrics: Path = inp("VQ-VAE reconstruction metrics")
     classifier_metrics: Path = inp("feature-net accuracy")
-    timings: Path = inp("folder of step timings")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def steps_to_target(steps: list[int], fids: list[float], target: float, never: int) -> int:
@@ -174,8 +162,17 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     tok, clf = read_json(paths.tokenizer_metrics), read_json(paths.classifier_metrics)
     timings = read_timings(paths.timings, TIMED_STEPS)
     methods, n_seeds, final = ev["methods"], ev["n_seeds"], ev["checkpoints"][-1]
-    vm = verdict_metrics(curves, methods, n_seeds, cfg.speed.target_fid_factor)
-    verdict, outcomes = decide(cfg.verdict, vm["per_seed"])
+    factor = cfg.speed.target_fid_factor
+    vm = verdict_metrics(curves, methods, n_seeds, factor)
+    tau1 = curves[curves.temperature == 1.0]
+    last = tau1[tau1.step == final]
+    headline = {"final_fid_" + m: mean_std(last[last.method == m].fid.tolist(), 3) for m in methods}
+    headline.update({k: mean_std(v, 3) for k, v in vm["per_seed"].items()})
+    claim = decide_claim(CARD, cfg.verdict, vm["per_seed"], seeds=list(range(n_seeds)), profile=ctx.profile,
+                         timings=timings, measured=headline)
+    # the rule as stated in claim.json also says how the speed target is set
+    claim = claim.model_copy(update={"verdict_rule": f"speed target per seed = {factor:g} × the best baseline's "
+                                                     f"final FID; {claim.verdict_rule}"})
 
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_curves(curves, ev, vm["targets"], paths.plots / "fid_vs_steps.png")
@@ -183,8 +180,6 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     plot_samples(np.load(paths.samples, allow_pickle=False), ev["grid_rows"], paths.plots / "samples.png")
     plot_training(log, paths.plots / "training_loss.png")
 
-    tau1 = curves[curves.temperature == 1.0]
-    last = tau1[tau1.step == final]
     final_rows = [{"method": m, **{k: mean_std(last[last.method == m].sort_values("seed_index")[k].tolist(), 3)
                                    for k in ("fid", "precision", "recall")},
                    "steps to target (per seed)": ", ".join(
@@ -199,82 +194,22 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     floor_rows = [{"reference set": n.replace("_", " "),
                    **{k: f"{v[k]:.3f}" for k in ("fid", "precision", "recall")}} for n, v in ev["floors"].items()]
     continuous = [m for m in CONTINUOUS if m in methods]
-    pair_rows = pairwise_speed(curves, "purrception", continuous, n_seeds, cfg.speed.target_fid_factor) \
-        if continuous else []
+    pair_rows = pairwise_speed(curves, "purrception", continuous, n_seeds, factor) if continuous else []
     ranking = last.groupby("method").fid.mean().sort_values()
-    headline = {"final_fid_" + m: mean_std(last[last.method == m].fid.tolist(), 3) for m in methods}
-    headline.update({k: mean_std(v, 3) for k, v in vm["per_seed"].items()})
-    wall = float(sum(timings.values()))
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=headline,
-                        verdict=verdict, verdict_rule=(f"speed target per seed = {cfg.speed.target_fid_factor:g} × the "
-                                                       "best baseline's final FID; " + cfg.verdict.describe()),
-                        checks=outcomes, profile=ctx.profile, seeds=list(range(n_seeds)), wall_time_s=wall)
-    model, rec = ev["model"], tok["reconstruction"]
-    n_train_images = int(log.groupby(["method", "seed_index"]).step.max().max())
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          f"Images of the asset (Fashion-MNIST in the default profile, sklearn digits in the smoke tests; resized "
-          f"to {tok['image_size']}×{tok['image_size']}) are tokenised by a VQ-VAE "
-          f"trained here ({tok['codebook_size']} codes of dimension {tok['code_dim']} on a {tok['grid']}×{tok['grid']} "
-          f"latent grid, {tok['steps']} steps; {tok['restarted_codes']} dead codes restarted). The paper uses a "
-          "pretrained ImageNet VQGAN and large transformers; here the same bidirectional transformer "
-          f"(d_model {model['d_model']}, {model['n_layers']} blocks, {model['n_heads']} heads, {model['seq_len']} "
-          f"latent positions; only its input layer and head differ) is trained from scratch for {n_train_images} "
-          f"steps under each of {len(methods)} objectives × {n_seeds} seeds: Purrception (categorical posterior, "
-          "CE + 1e-5·z-loss, v = (μ − z_t)/(1 − t)), continuous FM on the velocity, continuous FM on the endpoint, "
-          "and discrete FM with a masked source. The codebook is divided by its std so code embeddings have the "
-          "scale of z₀ ~ N(0, I). Every sampler takes "
-          f"{ev['sampling_steps']} Euler steps from t = ε = {ev['t_eps']:g} and never evaluates t = 1; continuous "
-          "outputs are snapped to the nearest code; Purrception decodes its last step by the argmax code.",
-          "",
-          f"**Metric.** \"FID\" here is the Fréchet distance between Gaussians fitted to the {clf['feature_dim']}-d "
-          f"penultimate features of a small CNN classifier of the same images trained here (test accuracy "
-          f"{clf['test_accuracy']:.3f}), between {ev['n_samples']} samples and {ev['n_reference']} test images; "
-          f"precision/recall are k-NN manifold estimates (k = {ev['knn_k']}) in the same space. These numbers are "
-          "not comparable with Inception FIDs. With only "
-          f"{ev['n_samples']} samples the distance has a positive bias, shown by the floors below (real train "
-          "images and VQ reconstructions scored the same way).",
-          "",
-          f"**Tokenizer.** Reconstruction on test images: MSE {rec['test']['mse']:.4f} (PSNR "
-          f"{rec['test']['psnr_db']:.1f} dB), {rec['train']['codes_used']} of {tok['codebook_size']} codes used "
-          f"(perplexity {rec['train']['perplexity']:.1f}).",
-          "", markdown_table(floor_rows),
-          "## Results (mean ± std over seeds)",
-          f"Final checkpoint (step {final}), τ = 1; steps to target = first checkpoint with FID ≤ "
-          f"{cfg.speed.target_fid_factor:g} × the best baseline's final FID of that seed (targets "
-          f"{', '.join(f'{t:.2f}' for t in vm['targets'])}; 'never' counts as step {vm['never']}):",
-          markdown_table(final_rows),
-          "Ranking by mean final FID (lower is better): "
-          + " < ".join(f"{m} ({v:.1f})" for m, v in ranking.items()) + ".", "",
-          "FID at every checkpoint:", markdown_table(curve_rows),
-          "Secondary, descriptive comparison (not part of the verdict): steps for Purrception and the continuous "
-          f"variants to reach {cfg.speed.target_fid_factor:g} × the best continuous variant's final FID, per seed. "
-          "The verdict's target is set by the best of all baselines, so when discrete FM is far ahead neither "
-          "Purrception nor the continuous variants reach it and the 'faster than continuous' check cannot hold; "
-          "this table shows the Purrception-vs-continuous comparison on its own:",
-          markdown_table(pair_rows),
-          "Purrception's temperature sweep (final checkpoint):", markdown_table(temp_rows),
-          "Headline numbers:", markdown_table([{"metric": k, "value": v} for k, v in headline.items()]),
-          *verdict_section(claim),
-          "## Scale and timing",
-          "Wall time above is the run alone on 2 cores (a run beside other jobs took several times longer). The "
-          "paper trains far larger models for far longer; at this scale every method is still far from the "
-          "reconstruction floor, so the comparison is one of early training only. A longer run (the `paper` "
-          "profile, on a GPU) would say whether the ordering persists.", "",
-          "## Plots", "![FID vs steps](plots/fid_vs_steps.png)", "", "![samples](plots/samples.png)", "",
-          "![temperature](plots/temperature.png)", "", "![training loss](plots/training_loss.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": vm["per_seed"], "targets": vm["targets"], "steps_to_target": vm["steps_to_target"],
-                "final": {m: {k: last[last.method == m].sort_values("seed_index")[k].tolist()
-                              for k in ("fid", "precision", "recall")} for m in methods},
-                "floors": ev["floors"], "tokenizer": rec, "classifier_test_accuracy": clf["test_accuracy"],
-                "verdict": verdict}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    metrics = {"per_seed": vm["per_seed"], "targets": vm["targets"], "steps_to_target": vm["steps_to_target"],
+               "final": {m: {k: last[last.method == m].sort_values("seed_index")[k].tolist()
+                             for k in ("fid", "precision", "recall")} for m in methods},
+               "floors": ev["floors"], "tokenizer": tok["reconstruction"],
+               "classifier_test_accuracy": clf["test_accuracy"], "verdict": claim.verdict}
+    write_report(paths, claim, metrics, timings, ev=ev, tok=tok, clf=clf, rec=tok["reconstruction"],
+                 model=ev["model"], methods=methods, n_seeds=n_seeds, final=final, factor=factor,
+                 n_train_steps=int(log.groupby(["method", "seed_index"]).step.max().max()),
+                 targets=vm["targets"], never=vm["never"], ranking=ranking.to_dict(), floor_rows=floor_rows,
+                 final_rows=final_rows, curve_rows=curve_rows, pair_rows=pair_rows, temp_rows=temp_rows)
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

@@ -12,22 +12,14 @@ import pandas as pd
 import torch
 
 from stages.core.gx import validate_table
-from stages.core.io import (
-    atomic_dir,
-    load_safetensors,
-    read_json,
-    read_parquet,
-    save_safetensors,
-    write_json,
-    write_parquet,
-)
+from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.purrception.config import PAPER, TokenizerConfig, load_tokenizer
-from stages.purrception.data import read_images
 from stages.purrception.expectations import codes_suite
-from stages.purrception.vq import DOWNSAMPLE, VQVAE, codebook_perplexity
+from stages.purrception.io import read_images
+from stages.purrception.vq import DOWNSAMPLE, VQVAE, codebook_perplexity, tokenize
 
 
 @dataclass(frozen=True)
@@ -68,25 +60,6 @@ class VQModule(lightning.LightningModule):
         return torch.optim.Adam(self.model.parameters(), lr=self.cfg.lr)
 
 
-def load_tokenizer_model(folder: Path) -> tuple[VQVAE, dict[str, Any]]:
-    """The trained VQ-VAE and its manifest."""
-    manifest = read_json(Path(folder) / "manifest.json")
-    model = VQVAE(manifest["codebook_size"], manifest["code_dim"], manifest["channels"])
-    model.load_state_dict(load_safetensors(Path(folder) / "vqvae.safetensors"))
-    return model.eval(), manifest
-
-
-@torch.inference_mode()
-def tokenize(model: VQVAE, images: torch.Tensor, batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
-    """(codes (n, h, w), reconstructions (n, H, W)) in batches."""
-    codes, recon = [], []
-    for i in range(0, len(images), batch):
-        c, z_q = model.quantize(model.encode(images[i:i + batch]))
-        codes.append(c)
-        recon.append(model.decode(z_q))
-    return torch.cat(codes), torch.cat(recon)
-
-
 def codes_table(codes: dict[str, torch.Tensor]) -> pd.DataFrame:
     """Long format (split, image, pos, code) of the flattened code grids."""
     frames = []
@@ -96,14 +69,6 @@ def codes_table(codes: dict[str, torch.Tensor]) -> pd.DataFrame:
         frames.append(pd.DataFrame({"split": split, "image": np.repeat(np.arange(n), seq_len),
                                     "pos": np.tile(np.arange(seq_len), n), "code": flat.ravel()}))
     return pd.concat(frames, ignore_index=True)
-
-
-def read_codes(path: Path, codebook_size: int, seq_len: int, split: str = "train") -> torch.Tensor:
-    """The validated code grids of one split, flattened: (n, seq_len) int64."""
-    table = read_parquet(path)
-    validate_table(table, f"{PAPER}.codes", codes_suite(len(table), codebook_size, seq_len))
-    rows = table[table.split == split].sort_values(["image", "pos"])
-    return torch.as_tensor(rows.code.to_numpy(), dtype=torch.long).reshape(-1, seq_len)
 
 
 def psnr(mse: float) -> float:
@@ -145,8 +110,7 @@ def run(cfg: TokenizerConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
     return {"test_psnr_db": metrics["test"]["psnr_db"], "codes_used": metrics["train"]["codes_used"]}
 
 
-def main() -> None:
-    stage_main(PAPER, "tokenizer", run, load_tokenizer, Paths)
+main = Step(PAPER, "tokenizer", run, load_tokenizer, Paths)
 
 
 if __name__ == "__main__":

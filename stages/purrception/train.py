@@ -11,14 +11,14 @@ import pandas as pd
 import torch
 
 from stages.core.gx import validate_table
-from stages.core.io import atomic_dir, load_safetensors, read_json, save_safetensors, write_json, write_parquet
+from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.purrception.config import PAPER, TrainConfig, load_train
 from stages.purrception.expectations import train_log_suite
-from stages.purrception.flow_matching import FlowTransformer, training_loss
-from stages.purrception.tokenizer import read_codes
+from stages.purrception.flow_matching import FlowTransformer, build_flow_model, flow_codebook, training_loss
+from stages.purrception.io import read_codes
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,6 @@ class Paths:
     codes: Path = inp("code grids")
     generators: Path = out("folder: <method>_s<seed>_step<k>.safetensors and manifest.json")
     train_log: Path = out("training loss per step (Parquet)")
-
-
-def flow_codebook(tokenizer: Path) -> tuple[torch.Tensor, float]:
-    """The codebook divided by its overall std, so code embeddings have the scale of z₀ ~ N(0, I)."""
-    codebook = load_safetensors(Path(tokenizer) / "vqvae.safetensors")["codebook.weight"].float()
-    scale = float(codebook.std())
-    return codebook / scale, scale
 
 
 class FlowModule(lightning.LightningModule):
@@ -57,21 +50,6 @@ class FlowModule(lightning.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=0.0)
-
-
-def build_flow_model(cfg: dict[str, Any] | TrainConfig, method: str) -> FlowTransformer:
-    """The shared network with the method's input and head, from the train manifest (or config)."""
-    get = cfg.get if isinstance(cfg, dict) else lambda k: getattr(cfg, k)
-    return FlowTransformer(method, get("codebook_size"), get("code_dim"), get("seq_len"), get("d_model"),
-                           get("n_layers"), get("n_heads"))
-
-
-def load_generator(folder: Path, method: str, seed_index: int, step: int) -> FlowTransformer:
-    """One trained generator at one checkpoint."""
-    manifest = read_json(Path(folder) / "manifest.json")
-    model = build_flow_model(manifest, method)
-    model.load_state_dict(load_safetensors(Path(folder) / f"{method}_s{seed_index}_step{step}.safetensors"))
-    return model.eval()
 
 
 def run_seed(ctx_seed: int, method: str, s: int) -> int:
@@ -111,8 +89,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"runs": len(logs), "final_loss": log.groupby(["method", "seed_index"]).loss.last().to_dict()}
 
 
-def main() -> None:
-    stage_main(PAPER, "train", run, load_train, Paths)
+main = Step(PAPER, "train", run, load_train, Paths)
 
 
 if __name__ == "__main__":

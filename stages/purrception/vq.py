@@ -7,9 +7,14 @@ with the straight-through gradient. The latent grid is the image downsampled 4×
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import torch
 from torch import nn
 from torch.nn import functional as F
+
+from stages.core.io import load_safetensors, read_json
 
 DOWNSAMPLE = 4
 
@@ -73,3 +78,22 @@ def codebook_perplexity(codes: torch.Tensor, codebook_size: int) -> float:
     p = torch.bincount(codes.reshape(-1), minlength=codebook_size).double()
     p = p / p.sum()
     return float(torch.exp(-(p[p > 0] * p[p > 0].log()).sum()))
+
+
+def load_tokenizer_model(folder: Path) -> tuple[VQVAE, dict[str, Any]]:
+    """The trained VQ-VAE and its manifest."""
+    manifest = read_json(Path(folder) / "manifest.json")
+    model = VQVAE(manifest["codebook_size"], manifest["code_dim"], manifest["channels"])
+    model.load_state_dict(load_safetensors(Path(folder) / "vqvae.safetensors"))
+    return model.eval(), manifest
+
+
+@torch.inference_mode()
+def tokenize(model: VQVAE, images: torch.Tensor, batch: int = 512) -> tuple[torch.Tensor, torch.Tensor]:
+    """(codes (n, h, w), reconstructions (n, H, W)) in batches."""
+    codes, recon = [], []
+    for i in range(0, len(images), batch):
+        c, z_q = model.quantize(model.encode(images[i:i + batch]))
+        codes.append(c)
+        recon.append(model.decode(z_q))
+    return torch.cat(codes), torch.cat(recon)

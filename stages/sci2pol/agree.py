@@ -15,14 +15,13 @@ from typing import Any
 import pandas as pd
 
 from stages.core.gx import validate_table
-from stages.core.io import read_parquet, write_json, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.io import write_json, write_parquet
+from stages.core.stage import StageContext, Step, inp, out
 from stages.sci2pol.agreement import agreement_set, bertscore_metric, correlations, rouge_metric, score_all
 from stages.sci2pol.config import PAPER, JudgeConfig, load_judge
 from stages.sci2pol.expectations import scores_suite
+from stages.sci2pol.io import SCORERS
 from stages.sci2pol.judges import LMJudge, RubricJudge
-
-SCORERS = ["rubric", "lm", "rouge", "bertscore"]
 
 
 @dataclass(frozen=True)
@@ -33,17 +32,9 @@ class Paths:
     correlations: Path = out("Spearman rho of each scorer with the labels, per seed (JSON)")
 
 
-def read_scores(path: Path) -> pd.DataFrame:
-    """Read and validate the scores table."""
-    df = read_parquet(path)
-    validate_table(df, f"{PAPER}.judge_scores", scores_suite(len(df), SCORERS))
-    return df
-
-
 def run(cfg: JudgeConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Score, correlate, validate and write."""
-    from stages.assets.minilm import load_sentence_encoder
-    from stages.assets.smollm2 import load_causal_lm
+    from stages.assets.loaders import load_causal_lm, load_sentence_encoder
 
     model, tok = load_causal_lm(paths.model)
     judges = {"rubric": RubricJudge(), "lm": LMJudge(model, tok, cfg.max_tokens)}
@@ -67,8 +58,7 @@ def run(cfg: JudgeConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"per_seed": per_seed}
 
 
-def main() -> None:
-    stage_main(PAPER, "agree", run, load_judge, Paths)
+main = Step(PAPER, "agree", run, load_judge, Paths)
 
 
 if __name__ == "__main__":

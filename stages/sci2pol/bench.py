@@ -17,18 +17,17 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from stages.core.gx import validate_table
-from stages.core.io import read_parquet, write_parquet
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.io import write_parquet
+from stages.core.stage import StageContext, Step, inp, out
 from stages.sci2pol.config import PAPER, BenchInputs, load_bench_inputs
-from stages.sci2pol.corpus import read_pairs
 from stages.sci2pol.data import Paper, make_papers
 from stages.sci2pol.expectations import answers_suite, losses_suite, task_scores_suite
 from stages.sci2pol.finetune import add_lora, greedy_generate, train_lora, training_examples
 from stages.sci2pol.funnel import Pair
+from stages.sci2pol.io import VARIANTS, read_pairs
 from stages.sci2pol.judges import RubricJudge, bootstrap_se, lm_option_logliks
 from stages.sci2pol.tasks import TASKS, Item, make_items, score_choice, score_open
 
-VARIANTS = ("none", "unfiltered", "curated")
 BENCH_SEED_OFFSET = 1000  # benchmark papers come from their own stream, apart from the judge-agreement set
 
 
@@ -77,30 +76,9 @@ def lora_model(model: Any, tok: Any, pairs_df: pd.DataFrame, variant: str, cfg: 
     return model, train_lora(model, exs, f.steps, f.batch_size, f.lr, seed, tok.eos_token_id)
 
 
-def read_task_scores(path: Path) -> pd.DataFrame:
-    """Read and validate the task-scores table."""
-    df = read_parquet(path)
-    validate_table(df, f"{PAPER}.bench_scores", task_scores_suite(len(df)))
-    return df
-
-
-def read_answers(path: Path) -> pd.DataFrame:
-    """Read and validate the answers table."""
-    df = read_parquet(path)
-    validate_table(df, f"{PAPER}.bench_answers", answers_suite(len(df)))
-    return df
-
-
-def read_losses(path: Path) -> pd.DataFrame:
-    """Read and validate the LoRA losses table."""
-    df = read_parquet(path)
-    validate_table(df, f"{PAPER}.lora_losses", losses_suite(len(df)))
-    return df
-
-
 def run(cfg: BenchInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Fine-tune and evaluate every variant on every seed."""
-    from stages.assets.smollm2 import load_causal_lm
+    from stages.assets.loaders import load_causal_lm
 
     pairs_df = read_pairs(paths.pairs)
     scores, answers, losses = [], [], []
@@ -128,8 +106,7 @@ def run(cfg: BenchInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"overall_mean_over_seeds": overall}
 
 
-def main() -> None:
-    stage_main(PAPER, "bench", run, load_bench_inputs, Paths)
+main = Step(PAPER, "bench", run, load_bench_inputs, Paths)
 
 
 if __name__ == "__main__":

@@ -98,7 +98,7 @@ def load_bench_inputs(params: Path) -> BenchInputs:
 
 
 class ReportInputs(Section):
-    """The report step reads the verdict rule and the sizes it states."""
+    """The report step reads the verdict rule and the sizes it states (LoRA steps also at the paper profile)."""
 
     verdict: VerdictRule
     data: DataConfig
@@ -106,13 +106,15 @@ class ReportInputs(Section):
     judge: JudgeConfig
     bench: BenchConfig
     finetune: FinetuneConfig
+    paper_finetune_steps: int
 
 
 def load_report(params: Path) -> ReportInputs:
     """``sci2pol.verdict`` with the sizes the report states."""
     return ReportInputs(verdict=load_verdict(params), data=load_data(params), funnel=load_funnel(params),
                         judge=load_judge(params),
-                        bench=load_bench(params), finetune=load_finetune(params))
+                        bench=load_bench(params), finetune=load_finetune(params),
+                        paper_finetune_steps=load_finetune(params, profile="paper").steps)
 
 
 def load_data(params: Path) -> DataConfig:
@@ -135,9 +137,9 @@ def load_bench(params: Path) -> BenchConfig:
     return load_section(BenchConfig, f"{PAPER}.bench", params)
 
 
-def load_finetune(params: Path) -> FinetuneConfig:
-    """``sci2pol.finetune``."""
-    return load_section(FinetuneConfig, f"{PAPER}.finetune", params)
+def load_finetune(params: Path, profile: str | None = None) -> FinetuneConfig:
+    """``sci2pol.finetune`` (at the run's profile unless ``profile`` is given)."""
+    return load_section(FinetuneConfig, f"{PAPER}.finetune", params, profile)
 
 
 def load_verdict(params: Path) -> VerdictRule:

@@ -14,8 +14,8 @@ from typing import Any
 import pandas as pd
 
 from stages.core.gx import validate_table
-from stages.core.io import read_parquet, write_json, write_parquet
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.io import write_json, write_parquet
+from stages.core.stage import StageContext, Step, out
 from stages.sci2pol.config import PAPER, CorpusInputs, load_corpus
 from stages.sci2pol.data import gold_brief, make_documents, make_papers
 from stages.sci2pol.expectations import pairs_suite
@@ -60,13 +60,6 @@ def build(cfg: CorpusInputs, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
                                        "paper_text"]), summary
 
 
-def read_pairs(path: Path) -> pd.DataFrame:
-    """Read and validate the pairs table."""
-    df = read_parquet(path)
-    validate_table(df, f"{PAPER}.pairs", pairs_suite(len(df)))
-    return df
-
-
 def run(cfg: CorpusInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Generate, run the funnel, validate and write."""
     df, summary = build(cfg, ctx.seed)
@@ -76,8 +69,7 @@ def run(cfg: CorpusInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return summary
 
 
-def main() -> None:
-    stage_main(PAPER, "corpus", run, load_corpus, Paths)
+main = Step(PAPER, "corpus", run, load_corpus, Paths)
 
 
 if __name__ == "__main__":

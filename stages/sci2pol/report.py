@@ -9,56 +9,45 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, write_json
-from stages.core.report import (
-    figure,
-    markdown_table,
-    mean_std,
-    read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
-)
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
-from stages.sci2pol.agree import SCORERS, read_scores
-from stages.sci2pol.bench import VARIANTS, read_answers, read_losses, read_task_scores
+from stages.core.io import read_json
+from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
 from stages.sci2pol.config import PAPER, ReportInputs, load_report
-from stages.sci2pol.data import QUALITY
+from stages.sci2pol.data import BENCH_TOPICS, QUALITY
+from stages.sci2pol.io import SCORERS, VARIANTS, read_answers, read_losses, read_scores, read_task_scores
 from stages.sci2pol.tasks import STAGES, TASKS, stage_scores
 
 TIMED_STEPS = ("corpus", "agree", "bench")
-TITLE = ("Sci2Pol-Bench and Sci2Pol-Corpus: evaluating and fine-tuning LLMs on policy brief generation "
-         "from a scientific paper (ICLR 2026)")
-CLAIM = ("Open-ended brief writing is scored reliably by an LLM judge with rubrics, which agrees with expert "
-         "judgement where ROUGE and BERTScore fail to capture brief quality; and fine-tuning on a corpus curated "
-         "by linking policy documents to the papers they cite, LLM-judge screening and in-context polishing "
-         "improves models on the 18-task benchmark.")
-PAPER_RESULT = ("18 tasks in five stages, 13 LLMs evaluated; the LLM judge aligns with expert judgement while "
-                "BERTScore and ROUGE do not; the corpus funnel goes from 140,000 candidate pairs (5.6M policy "
-                "records) to 639 pairs (intermediate counts 1,407 and 1,011); fine-tuning improves every model "
-                "(LLaMA-3.1-8B 56.63 → 64.27, Gemma-27B 71.40 → 73.43), and fine-tuned Gemma-27B surpasses "
-                "GPT-4o and DeepSeek-V3.")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("Sci2Pol-Bench and Sci2Pol-Corpus: evaluating and fine-tuning LLMs on policy brief generation "
+           "from a scientific paper (ICLR 2026)"),
+    claim=("Open-ended brief writing is scored reliably by an LLM judge with rubrics, which agrees with expert "
+           "judgement where ROUGE and BERTScore fail to capture brief quality; and fine-tuning on a corpus curated "
+           "by linking policy documents to the papers they cite, LLM-judge screening and in-context polishing "
+           "improves models on the 18-task benchmark."),
+    paper_result=("18 tasks in five stages, 13 LLMs evaluated; the LLM judge aligns with expert judgement while "
+                  "BERTScore and ROUGE do not; the corpus funnel goes from 140,000 candidate pairs (5.6M policy "
+                  "records) to 639 pairs (intermediate counts 1,407 and 1,011); fine-tuning improves every model "
+                  "(LLaMA-3.1-8B 56.63 → 64.27, Gemma-27B 71.40 → 73.43), and fine-tuned Gemma-27B surpasses "
+                  "GPT-4o and DeepSeek-V3."),
+)
 SCORER_LABELS = {"rubric": "rubric judge (ground truth; ceiling)", "lm": "LM judge (SmolLM2-135M)",
                  "rouge": "ROUGE-L vs gold brief", "bertscore": "BERTScore (MiniLM) vs gold brief"}
 VARIANT_LABELS = {"none": "(c) no fine-tuning", "unfiltered": "(b) LoRA on unfiltered pairs",
                   "curated": "(a) LoRA on curated pairs"}
 TASK_METRIC = {"choice": "macro F1 of the most likely option", "open": ""}
+LOSS_WINDOW = 4  # LoRA steps averaged at the start and at the end of training
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     funnel: Path = inp("funnel counts and purity (JSON)")
     correlations: Path = inp("judge correlations per seed (JSON)")
     judge_scores: Path = inp("every scorer's score of every candidate brief (Parquet)")
     bench_scores: Path = inp("task scores per variant and seed (Parquet)")
     answers: Path = inp("every benchmark item's answer (Parquet)")
     losses: Path = inp("LoRA training losses (Parquet)")
-    timings: Path = inp("folder holding corpus.json, agree.json, bench.json")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def verdict_metrics(correlations: dict[str, Any], overall: pd.DataFrame) -> dict[str, list[float]]:
@@ -160,22 +149,22 @@ def example_rows(answers: pd.DataFrame, n: int) -> list[dict[str, Any]]:
     return rows
 
 
-def finetune_effects(stages: pd.DataFrame, losses: pd.DataFrame) -> list[str]:
-    """In words: each fine-tuned variant's change from no fine-tuning per stage, and its training loss."""
+def finetune_effects(stages: pd.DataFrame, losses: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each fine-tuned variant's change from no fine-tuning per stage, and its training loss at start and end."""
     cols = [*STAGES, "overall"]
     base = stages[stages.variant == "none"][cols].mean()
-    lines = []
+    effects = []
     for v in ("curated", "unfiltered"):
         delta = stages[stages.variant == v][cols].mean() - base
         up = [c for c in STAGES if delta[c] > 0]
         down = [c for c in STAGES if delta[c] < 0]
         loss = losses[losses.variant == v].groupby("seed").loss
-        first, last = loss.apply(lambda x: x.head(4).mean()).mean(), loss.apply(lambda x: x.tail(4).mean()).mean()
-        lines.append(f"- {VARIANT_LABELS[v]} vs no fine-tuning: overall {delta['overall']:+.1f}; "
-                     + "; ".join(f"{c} {delta[c]:+.1f}" for c in STAGES)
-                     + f". Up: {', '.join(up) or 'none'}; down: {', '.join(down) or 'none'}. Training loss "
-                     f"{first:.2f} → {last:.2f} (mean of the first and last 4 steps).")
-    return lines
+        first = loss.apply(lambda x: x.head(LOSS_WINDOW).mean()).mean()
+        last = loss.apply(lambda x: x.tail(LOSS_WINDOW).mean()).mean()
+        effects.append({"label": VARIANT_LABELS[v], "overall": delta["overall"],
+                        "stages": {c: delta[c] for c in STAGES}, "up": up, "down": down,
+                        "first": first, "last": last})
+    return effects
 
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -189,14 +178,6 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     timings = read_timings(paths.timings, TIMED_STEPS)
     stages = stage_scores(bench)
     per_seed = verdict_metrics(corr, stages[["variant", "seed", "overall"]])
-    verdict, outcomes = decide(cfg.verdict, per_seed)
-
-    paths.plots.mkdir(parents=True, exist_ok=True)
-    plot_funnel(funnel["funnel"], paths.plots / "funnel.png")
-    plot_scores_by_kind(jscores, paths.plots / "scores_by_kind.png")
-    plot_stages(stages, paths.plots / "bench_stages.png")
-    plot_losses(losses, paths.plots / "lora_loss.png")
-
     rho = {s: [r[s] for r in corr["per_seed"]] for s in SCORERS}
     overall = {v: stages[stages.variant == v].sort_values("seed").overall.tolist() for v in VARIANTS}
     measured = {f"Spearman rho, {SCORER_LABELS[s]}": mean_std(rho[s], 3) for s in SCORERS}
@@ -204,14 +185,16 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     measured |= {k: mean_std(v, 3) for k, v in per_seed.items()}
     counts = " → ".join(f"{r['count']:,}" for r in funnel["funnel"])
     measured["funnel (citations → link → screen → split → filter → polish)"] = counts
-    wall = float(sum(timings.values()))
     seeds = sorted(int(s) for s in stages.seed.unique())
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=measured,
-                        verdict=verdict, verdict_rule=cfg.verdict.describe(), checks=outcomes, profile=ctx.profile,
-                        seeds=seeds, wall_time_s=wall)
+    claim = decide_claim(CARD, cfg.verdict, per_seed, seeds=seeds, profile=ctx.profile, timings=timings,
+                         measured=measured)
 
-    d, fu, j, b, f = cfg.data, cfg.funnel, cfg.judge, cfg.bench, cfg.finetune
-    n_pairs = funnel["funnel"][-1]["count"]
+    paths.plots.mkdir(parents=True, exist_ok=True)
+    plot_funnel(funnel["funnel"], paths.plots / "funnel.png")
+    plot_scores_by_kind(jscores, paths.plots / "scores_by_kind.png")
+    plot_stages(stages, paths.plots / "bench_stages.png")
+    plot_losses(losses, paths.plots / "lora_loss.png")
+
     funnel_rows = [{"step": r["step"], "count": r["count"]} for r in funnel["funnel"]]
     purity_rows = [{"set": k, "share of pairs that are a gold brief of the linked paper": v}
                    for k, v in funnel["purity"].items()]
@@ -223,86 +206,22 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     stage_rows = [{"variant": VARIANT_LABELS[v],
                    **{c: mean_std(stages[stages.variant == v].sort_values("seed")[c].tolist(), 1)
                       for c in [*STAGES, "overall"]}} for v in VARIANTS]
-    loss_rows = [{"variant": v, "seed": int(s), "first 4 steps": float(g.loss.head(4).mean()),
-                  "last 4 steps": float(g.loss.tail(4).mean())} for (v, s), g in losses.groupby(["variant", "seed"])]
+    loss_rows = [{"variant": v, "seed": int(s), f"first {LOSS_WINDOW} steps": float(g.loss.head(LOSS_WINDOW).mean()),
+                  f"last {LOSS_WINDOW} steps": float(g.loss.tail(LOSS_WINDOW).mean())}
+                 for (v, s), g in losses.groupby(["variant", "seed"])]
     lm_spread = jscores.groupby("kind").lm.mean()
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          f"- Data: a generator of scientific \"papers\" (title, problem, method, two numeric findings with a "
-          f"direction of effect, implications) and of policy documents citing them. Corpus: {d.n_corpus_papers} "
-          f"papers, {d.n_documents} documents citing them by DOI, exact title or a title with two typos; "
-          f"{d.p_bad:.0%} carry a degraded brief, {d.p_long:.0%} hide the brief among annex paragraphs, "
-          f"{d.p_many:.0%} cite more than {fu.max_cited} papers, {d.p_false:.0%} add a citation to a paper "
-          "outside the pool. "
-          "Benchmark papers come from 8 other topics and other method templates.",
-          "- Candidate briefs with known quality: gold (label 5), missing section (3), verbatim copy of the paper "
-          "(3), hallucinated number (2), wrong direction of effect (1), off-topic (0).",
-          f"- Corpus funnel (Sec. 5 of the paper): link (DOI, exact title, then difflib fuzzy title ratio ≥ "
-          f"{fu.min_ratio:g}; documents linking to more than {fu.max_cited} papers dropped), screen (judge score ≥ "
-          f"{fu.min_score:g}; documents longer than the judge's {fu.max_words}-word context pass to split), split "
-          "(cut long documents into paragraphs, keep the best-judged one if it passes), filter (bag-of-words "
-          f"cosine with the paper within [{fu.min_sim:g}, {fu.max_sim:g}]: off-topic below, copies above), polish "
-          "(style normalised to three exemplar briefs' section order and "
-          "spacing; a deterministic stand-in for the paper's in-context LLM rewrite).",
-          "- Judges, one interface: the rubric judge reads the generator's ground truth (a ceiling, not a real "
-          "judge); the LM judge prompts SmolLM2-135M-Instruct (chat template) with the rubric, the paper and the "
-          "brief and reads the expected score from the softmax over the logits of the tokens 0-5. ROUGE-L "
-          "(rouge-score, stemmed) and a greedy token-level BERTScore on MiniLM-L6 token embeddings compare each "
-          f"candidate with the gold brief. Agreement set: {j.n_papers} benchmark papers × 6 briefs per seed, "
-          f"{j.n_seeds} seeds.",
-          f"- Benchmark: 18 tasks in five stages (table below), {b.items_per_task} items per task per seed on "
-          f"{d.n_bench_papers} benchmark papers; choice tasks scored by the summed log-likelihood of each option "
-          f"(macro F1), open tasks by greedy generation of one line (≤ {f.max_new_tokens} tokens) scored by the "
-          f"rubric judges; bootstrap standard errors from {b.n_bootstrap} resamples (seed {b.bootstrap_seed}).",
-          f"- Fine-tuning: LoRA (r = {f.lora_r}, α = {f.lora_alpha:g}, q/v projections; peft) on SmolLM2-135M-"
-          f"Instruct, {f.steps} AdamW steps of batch {f.batch_size} at lr {f.lr:g} (≤ {f.max_tokens} tokens, "
-          f"loss on the brief only), on (a) the {n_pairs} curated pairs, (b) {n_pairs} pairs drawn from the linked, "
-          f"unscreened pairs, vs (c) no fine-tuning; {f.n_seeds} seeds (each seed draws its own benchmark papers "
-          "and items, shared by the three variants).",
-          "- Screening and open-task scoring use the rubric judge. The paper uses an LLM judge for both; here the "
-          "LM judge is measured (below) not to rank briefs, so using it would make both the funnel and the open "
-          "tasks noise. This is the miniature's largest departure: curated pairs are screened by an oracle.", "",
-          "## Corpus funnel", markdown_table(funnel_rows),
-          f"Link precision (linked pairs that are true citations): {funnel['link_precision']:.3f}. Purity:", "",
-          markdown_table(purity_rows, digits=3),
-          "Filter and polish keep every pair here: the screening judge already removed the off-topic briefs and "
-          "copies the similarity filter targets, and polish rewrites style without dropping pairs.", "",
-          "## Judge agreement with the quality labels", markdown_table(rho_rows),
-          "Mean score by kind of brief (reference metrics × 5 to share the 0-5 scale; ranks are unchanged):", "",
-          markdown_table(kind_rows, digits=2),
-          f"The LM judge's mean score ranges only {lm_spread.min():.2f}-{lm_spread.max():.2f} across kinds of "
-          "brief: a 135M model reading a rubric does not separate a faithful brief from a wrong one, so the "
-          "judge-agreement claim is tested with a judge far weaker than the paper's.", "",
-          "## Benchmark: the 18 tasks (score mean ± std over seeds, mean bootstrap SE)",
-          markdown_table(task_rows(bench)),
-          "Stage means and overall (mean of the 18 task scores):", "", markdown_table(stage_rows),
-          "What fine-tuning changed (means over seeds):", "", *finetune_effects(stages, losses), "",
-          "Every training pair is a brief in one format (paper, instruction, three headed sections), and the curated "
-          "briefs are all the same template, so a training loss near zero means the adapters have memorised that "
-          "template. The choice tasks ask questions in formats the training pairs never show; the stages that fall "
-          "are where the narrow fine-tuning costs the base model's abilities.", "",
-          "LoRA training loss (mean of the first and last 4 steps):", "", markdown_table(loss_rows, digits=3),
-          "Example open answers (first item, first seed):", "", markdown_table(example_rows(answers, 6)),
-          *verdict_section(claim),
-          "## Differences from the paper",
-          "- Synthetic papers and policy documents with templated prose instead of 5.6M real policy records; the "
-          "funnel's counts are the miniature's, not comparable with 140k → 639.",
-          "- One 135M model (the paper: 13 LLMs evaluated, 8B-27B fine-tuned); the judge is the same 135M model, "
-          "or the ground-truth rubric.",
-          f"- {f.steps} LoRA steps of batch {f.batch_size} see {f.steps * f.batch_size} examples, fewer than one "
-          "pass over the pairs; the paper profile trains 500 steps.",
-          "- Polish is a deterministic section-order/spacing normalisation, not an LLM rewrite.", "",
-          "## Plots", "![funnel](plots/funnel.png)", "", "![scores by kind](plots/scores_by_kind.png)", "",
-          "![bench stages](plots/bench_stages.png)", "", "![LoRA loss](plots/lora_loss.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": per_seed, "funnel": funnel, "correlations": corr,
-                "bench_stages": stages.to_dict(orient="records"), "verdict": verdict}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    metrics = {"per_seed": per_seed, "funnel": funnel, "correlations": corr,
+               "bench_stages": stages.to_dict(orient="records"), "verdict": claim.verdict}
+    write_report(paths, claim, metrics, timings, cfg=cfg, funnel=funnel, n_pairs=funnel["funnel"][-1]["count"],
+                 n_bench_topics=len(BENCH_TOPICS), n_tasks=len(TASKS),
+                 briefs_per_paper=corr["n_briefs_per_seed"] // corr["n_papers"], loss_window=LOSS_WINDOW,
+                 funnel_rows=funnel_rows, purity_rows=purity_rows, rho_rows=rho_rows, kind_rows=kind_rows,
+                 lm_min=lm_spread.min(), lm_max=lm_spread.max(), task_rows=task_rows(bench), stage_rows=stage_rows,
+                 effects=finetune_effects(stages, losses), loss_rows=loss_rows, examples=example_rows(answers, 6))
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

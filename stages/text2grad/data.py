@@ -8,14 +8,13 @@ from typing import Any
 
 import pandas as pd
 
-from stages.core.gx import validate_table
-from stages.core.io import read_parquet, write_parquet
+from stages.core.io import write_parquet
 from stages.core.seeding import rng
-from stages.core.stage import StageContext, out, stage_main
+from stages.core.stage import StageContext, Step, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, DataConfig, NoiseConfig, load_data
 from stages.text2grad.critic import annotate
-from stages.text2grad.expectations import outputs_suite, sources_suite
+from stages.text2grad.io import validate
 from stages.text2grad.models import EXTRA_SPECIALS
 from stages.text2grad.task import Noise, noisy_summary, sample_example
 
@@ -52,19 +51,6 @@ def build_tables(cfg: DataConfig, seed: int) -> tuple[pd.DataFrame, pd.DataFrame
     return pd.DataFrame(sources), pd.DataFrame(outputs)
 
 
-def validate(sources: pd.DataFrame, outputs: pd.DataFrame) -> None:
-    """Validate both tables."""
-    validate_table(sources, f"{PAPER}.sources", sources_suite(len(sources)))
-    validate_table(outputs, f"{PAPER}.outputs", outputs_suite(len(outputs)))
-
-
-def read_tables(paths: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Read and validate the sources and outputs."""
-    sources, outputs = read_parquet(paths.sources), read_parquet(paths.outputs)
-    validate(sources, outputs)
-    return sources, outputs
-
-
 def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Build, validate and write the tables; train the tokenizer on the training texts only."""
     sources, outputs = build_tables(cfg, ctx.seed)
@@ -78,8 +64,7 @@ def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"sources": len(sources), "outputs": len(outputs), "vocab": tok.vocab_size}
 
 
-def main() -> None:
-    stage_main(PAPER, "data", run, load_data, Paths)
+main = Step(PAPER, "data", run, load_data, Paths)
 
 
 if __name__ == "__main__":

@@ -140,6 +140,11 @@ def sample(lm: TinyGPT, prompts: Sequence[Sequence[int]], max_new: int, eos_id: 
     return [out[i, :int(n_out[i])].tolist() for i in range(len(prompts))]
 
 
+def policy_prompt(tok: SmallTokenizer, source: str) -> list[int]:
+    """``<bos> source <sep>``: what the policy reads before it summarises."""
+    return [tok.bos_id, *tok.encode(source), tok.token_id(SEP)]
+
+
 @dataclass(frozen=True)
 class RewardFormat:
     """Reward-model layout: ``<bos> source <sep> output [<crit> critique] <score> labels <eos>``."""

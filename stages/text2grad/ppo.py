@@ -12,13 +12,12 @@ from tqdm import tqdm
 from stages.core.gx import validate_table
 from stages.core.io import load_safetensors, read_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, ModelSpec, PpoConfig, load_ppo
-from stages.text2grad.data import read_tables
 from stages.text2grad.expectations import curves_suite
-from stages.text2grad.models import RewardFormat
-from stages.text2grad.sft import policy_prompt
+from stages.text2grad.io import read_tables
+from stages.text2grad.models import RewardFormat, policy_prompt
 from stages.text2grad.span_ppo import SpanPPO, train_scheme
 from stages.text2grad.training import build_lm
 
@@ -71,8 +70,7 @@ def run(cfg: PpoConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {f"final_rouge_{k}": float(v) for k, v in final.items()}
 
 
-def main() -> None:
-    stage_main(PAPER, "ppo", run, load_ppo, Paths)
+main = Step(PAPER, "ppo", run, load_ppo, Paths)
 
 
 if __name__ == "__main__":

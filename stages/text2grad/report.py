@@ -10,46 +10,43 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, read_parquet, write_json
+from stages.core.io import read_json, read_parquet
 from stages.core.report import (
+    PaperCard,
+    ReportPaths,
     band,
+    decide_claim,
     figure,
-    markdown_table,
     mean_std,
     read_timings,
-    report_opening,
-    verdict_section,
-    write_markdown,
+    write_report,
 )
-from stages.core.stage import StageContext, inp, out, stage_main
-from stages.core.verdict import ClaimRecord, decide
+from stages.core.stage import StageContext, Step, inp
 from stages.text2grad.config import PAPER, ReportInputs, load_report
-from stages.text2grad.critic import parse_scores
+from stages.text2grad.critic import MAX_SPANS, parse_scores
 
 TIMED_STEPS = ("data", "reward_model", "sft", "ppo")
-TITLE = ("Text2Grad: Reinforcement Learning from Natural Language Feedback "
-         "(Wang et al., ICLR 2026; arXiv 2505.22338)")
-CLAIM = ("Turning a natural-language critique into span-level rewards (a reward model that writes the critique and "
-         "then scores each word, mapped to token rewards for PPO) optimises a policy better than PPO with one scalar "
-         "reward per output; labelling most tokens densely, or dropping the critique from the reward model, loses "
-         "part of that gain.")
-PAPER_RESULT = ("Llama-3.1-8B policies: SLF5K summarisation ROUGE-L 0.262 with scalar-reward PPO vs 0.291 with "
-                "Text2Grad; KodCode pass@1 62.5 vs 66.1; dense labelling of most tokens drops ROUGE-L to 0.196; "
-                "a reward model without the critique is also worse than Text2Grad.")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("Text2Grad: Reinforcement Learning from Natural Language Feedback "
+           "(Wang et al., ICLR 2026; arXiv 2505.22338)"),
+    claim=("Turning a natural-language critique into span-level rewards (a reward model that writes the critique "
+           "and then scores each word, mapped to token rewards for PPO) optimises a policy better than PPO with one "
+           "scalar reward per output; labelling most tokens densely, or dropping the critique from the reward "
+           "model, loses part of that gain."),
+    paper_result=("Llama-3.1-8B policies: SLF5K summarisation ROUGE-L 0.262 with scalar-reward PPO vs 0.291 with "
+                  "Text2Grad; KodCode pass@1 62.5 vs 66.1; dense labelling of most tokens drops ROUGE-L to 0.196; "
+                  "a reward model without the critique is also worse than Text2Grad."),
+)
 LABELS = {"scalar": "(a) scalar PPO", "text2grad": "(b) Text2Grad", "dense": "(c) dense labels",
           "no_critique": "(d) no-critique RM"}
 
 
 @dataclass(frozen=True)
-class Paths:
+class Paths(ReportPaths):
     curves: Path = inp("PPO test curves")
     rm_evaluation: Path = inp("reward-model span F1")
     rm_examples: Path = inp("reward-model predictions on held-out outputs")
-    timings: Path = inp("folder holding data.json, reward_model.json, sft.json, ppo.json")
-    report: Path = out("report.md")
-    metrics: Path = out("metrics.json")
-    claim: Path = out("claim.json")
-    plots: Path = out("folder of PNG plots")
 
 
 def steps_to_target(curve: pd.DataFrame, target: float) -> float:
@@ -109,23 +106,18 @@ def highlight(output: str, scores: list[int]) -> str:
     return " ".join(marks[s].format(w) for w, s in zip(output.split(), scores, strict=False))
 
 
-def example_rows(examples: pd.DataFrame, n: int) -> list[str]:
+def example_rows(examples: pd.DataFrame, n: int) -> list[dict[str, str]]:
     """Held-out outputs with the annotated and the predicted critique and spans."""
     crit = examples[examples.model == "critique"].sort_values("id")
     picked = crit[crit.critique.str.contains("unconfirmed|invented|repeated")].head(n)
-    lines = []
-    for r in picked.itertuples():
-        lines += [f"- source: `{r.source}`",
-                  f"  - annotated: {highlight(r.output, parse_scores(r.gold_scores))} — critique: `{r.critique}`",
-                  f"  - reward model: {highlight(r.output, parse_scores(r.predicted_scores))} — critique: "
-                  f"`{r.predicted_critique}`"]
-    return lines
+    return [{"source": r.source, "annotated": highlight(r.output, parse_scores(r.gold_scores)),
+             "critique": r.critique, "predicted": highlight(r.output, parse_scores(r.predicted_scores)),
+             "predicted_critique": r.predicted_critique} for r in picked.itertuples()]
 
 
-def above_start(final: dict[str, dict[str, list[float]]], start: float) -> str:
-    """Which schemes end above the warm start's ROUGE-L (mean over seeds), in words."""
-    above = [LABELS.get(k, k) for k, v in final.items() if np.mean(v["rouge_l"]) > start]
-    return f"Schemes ending above it: {', '.join(above)}." if above else "Every scheme ends below it."
+def above_start(final: dict[str, dict[str, list[float]]], start: float) -> list[str]:
+    """The schemes that end above the warm start's ROUGE-L (mean over seeds)."""
+    return [LABELS.get(k, k) for k, v in final.items() if np.mean(v["rouge_l"]) > start]
 
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -136,21 +128,18 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     timings = read_timings(paths.timings, TIMED_STEPS)
     final, seeds = summarise(curves, cfg.target_rouge)
     per_seed = verdict_metrics(final)
-    verdict, outcomes = decide(cfg.verdict, per_seed)
+    measured = {f"final ROUGE-L {LABELS[k]}": mean_std(v["rouge_l"]) for k, v in final.items()}
+    measured |= {k: mean_std(v, 4) for k, v in per_seed.items()}
+    measured["RM good/poor span F1 (with critique)"] = f"{rm['critique']['good']['f1']:.3f} / " \
+                                                       f"{rm['critique']['poor']['f1']:.3f}"
+    claim = decide_claim(CARD, cfg.verdict, per_seed, seeds=seeds, profile=ctx.profile, timings=timings,
+                         measured=measured)
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_curves(curves, paths.plots / "rouge_l.png", "rouge_l", "test ROUGE-L (sampled summaries)", cfg.target_rouge)
     plot_curves(curves, paths.plots / "fact_f1.png", "fact_f1", "test fact F1")
     plot_curves(curves, paths.plots / "kl.png", "kl", "KL(π ‖ π_ref) per summary (nats)")
     plot_span_f1(rm, paths.plots / "span_f1.png")
 
-    measured = {f"final ROUGE-L {LABELS[k]}": mean_std(v["rouge_l"]) for k, v in final.items()}
-    measured |= {k: mean_std(v, 4) for k, v in per_seed.items()}
-    measured["RM good/poor span F1 (with critique)"] = f"{rm['critique']['good']['f1']:.3f} / " \
-                                                       f"{rm['critique']['poor']['f1']:.3f}"
-    wall = float(sum(timings.values()))
-    claim = ClaimRecord(paper=PAPER, title=TITLE, claim=CLAIM, paper_result=PAPER_RESULT, measured=measured,
-                        verdict=verdict, verdict_rule=cfg.verdict.describe(), checks=outcomes, profile=ctx.profile,
-                        seeds=seeds, wall_time_s=wall)
     start = curves[curves.step == 0].groupby("scheme").rouge_l.mean().mean()
     rows = [{"scheme": LABELS.get(k, k), "final ROUGE-L": mean_std(v["rouge_l"]),
              "change from warm start": mean_std([x - start for x in v["rouge_l"]]),
@@ -165,65 +154,15 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 "word accuracy": rm[n]["word_accuracy"],
                 "critique exact match": "-" if rm[n]["critique_exact"] is None else f"{rm[n]['critique_exact']:.3f}",
                 "training steps": rm[n]["steps"]} for n in ("critique", "no_critique")]
-    n_steps = int(curves.step.max())
-    md = [*report_opening(claim, timings),
-          "## What the miniature does",
-          "- Task: fact summarisation. A source lists short claims `NAME VERB ADJ NOUN .`; facts are stated plainly, "
-          "distractors are hedged (`maybe ...`). The reference summary states the facts in source order. Stand-in "
-          "for SLF5K, chosen because a program can write the critique exactly.",
-          "- Annotation: a programmatic critic writes the paper's JSON (critique, ≤ 2 good spans, ≤ 2 poor spans, "
-          "every span quoted from the output and named in the critique); word labels +1 / −1 / 0 follow.",
-          f"- Reward models: TinyGPTs trained from scratch on {rm['n_train']} annotated noisy outputs to write the "
-          "critique and then one score per word (the ablation writes only the scores); evaluated on "
-          f"{rm['n_test']} held-out outputs.",
-          "- Policy: a TinyGPT warm-started on noisy summaries (also the KL reference), then PPO with a value head, "
-          "token-level GAE and clipped ratios; r_t = s_t − β(log π_old − log π_ref). Schemes: (a) the summed span "
-          "scores on the last token, (b) Text2Grad's per-token scores, (c) every word outside the predicted poor "
-          "spans +1, (d) per-token scores from the reward model trained without critiques. All rewards come from "
-          "the trained reward models, never the programmatic critic. With the small BPE vocabulary trained here "
-          "every task word is one token in the policy's outputs, so the greedy word-to-token alignment is one-to-one "
-          "in practice (stops and special tokens get 0); multi-token, repeated and unmatched words are covered by "
-          "the unit tests.",
-          f"- Budget: {n_steps} PPO steps per run, {len(seeds)} seeds per scheme (same seed → same prompts, same "
-          "warm start, same evaluation samples). Test metrics on sampled summaries (temperature 1), so they "
-          f"measure the policy's distribution; the warm start scores ROUGE-L {start:.3f}.",
-          "- Differences from the paper: tiny models trained from scratch (no 8B policy, no GPT-4o annotator), a "
-          "synthetic task, far fewer PPO steps; one warm start and one pair of reward models shared by all seeds "
-          "(seeds vary PPO sampling and the value head only). In (c) the dense labels are derived from the same "
-          "reward model's predicted poor spans instead of a reward model trained on dense annotations.", "",
-          "Sizing history: the first default run (reward models 600 steps, warm start 400 steps, PPO lr 5e-4, "
-          "β = 0.05) left a warm start that rarely copied a fact exactly (test ROUGE-L 0.490, fact F1 0.122) and "
-          "reward models with span F1 0.56 (good) / 0.68 (poor); under PPO every scheme raised its predicted reward "
-          "while test ROUGE-L fell (final: scalar 0.364, Text2Grad 0.396, dense 0.318, no-critique 0.371; verdict "
-          "partly). Training budgets were raised to 1500 steps each and PPO was made more conservative (lr 2e-4, "
-          "β = 0.1) for a second run: warm start ROUGE-L 0.562 (fact F1 0.350); final ROUGE-L scalar 0.424, "
-          "Text2Grad 0.547, dense 0.506, no-critique 0.450 after 40 steps (every scheme below the warm start, "
-          "Text2Grad least; verdict partly, the dense check unclear on one seed). That run took 4.5 min on the "
-          "then idle machine, below the 10-12 min budget, so "
-          "this run uses 6000 reward-model training outputs, 3000 reward-model steps and 100 PPO steps. The "
-          "verdict rule was not changed.", "",
-          "## Results (mean ± std over seeds)", markdown_table(rows),
-          f"Warm start (PPO step 0): test ROUGE-L {start:.3f}. {above_start(final, start)} PPO maximises the reward "
-          "models' scores, not the task metric: a falling ROUGE-L under a rising predicted reward is the policy "
-          "exploiting reward-model errors.", "",
-          "Reward models on held-out outputs (word-level, against the critic's labels):", markdown_table(rm_rows),
-          "Examples from the held-out outputs (**good**, ~~poor~~):", "", *example_rows(examples, 3), "",
-          *verdict_section(claim),
-          "The checks compare the schemes with each other at equal budget, not with the warm start: Text2Grad ends "
-          f"{mean_std([x - start for x in final['text2grad']['rouge_l']])} ROUGE-L from the warm start, while the "
-          "others' losses (table above) show the policy exploiting the reward models' errors. A gain in the paper's "
-          "sense (PPO clearly above the supervised policy) would need a more accurate reward model than this "
-          "miniature's (span F1 above).", "",
-          "## Plots", "![ROUGE-L](plots/rouge_l.png)", "", "![fact F1](plots/fact_f1.png)", "",
-          "![KL](plots/kl.png)", "", "![span F1](plots/span_f1.png)", ""]
-    write_markdown("\n".join(md), paths.report)
-    write_json({"per_seed": per_seed, "final": final, "reward_model": rm, "verdict": verdict}, paths.metrics)
-    write_json(claim.model_dump(), paths.claim)
-    return {"verdict": verdict}
+    metrics = {"per_seed": per_seed, "final": final, "reward_model": rm, "verdict": claim.verdict}
+    write_report(paths, claim, metrics, timings, rm=rm, max_spans=MAX_SPANS, n_steps=int(curves.step.max()),
+                 start=start, rows=rows, rm_rows=rm_rows, above=above_start(final, start),
+                 examples=example_rows(examples, 3),
+                 text2grad_change=[x - start for x in final["text2grad"]["rouge_l"]])
+    return {"verdict": claim.verdict}
 
 
-def main() -> None:
-    stage_main(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report, Paths)
 
 
 if __name__ == "__main__":

@@ -16,11 +16,11 @@ import pandas as pd
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
 from stages.text2grad.critic import parse_scores
-from stages.text2grad.data import read_tables
+from stages.text2grad.io import read_tables
 from stages.text2grad.models import RewardFormat, predict_word_scores
 from stages.text2grad.training import build_lm, fit, sequences
 
@@ -88,8 +88,7 @@ def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, An
     return {name: evaluation[name]["good"]["f1"] for name in VARIANTS}
 
 
-def main() -> None:
-    stage_main(PAPER, "reward_model", run, load_reward_model, Paths)
+main = Step(PAPER, "reward_model", run, load_reward_model, Paths)
 
 
 if __name__ == "__main__":

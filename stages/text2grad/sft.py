@@ -10,11 +10,11 @@ import numpy as np
 
 from stages.core.io import atomic_dir, save_safetensors, write_json
 from stages.core.seeding import derive_seed
-from stages.core.stage import StageContext, inp, out, stage_main
+from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, SftConfig, load_sft
-from stages.text2grad.data import read_tables
-from stages.text2grad.models import SEP
+from stages.text2grad.io import read_tables
+from stages.text2grad.models import policy_prompt
 from stages.text2grad.training import build_lm, fit, sequences
 
 
@@ -24,11 +24,6 @@ class Paths:
     outputs: Path = inp("noisy summaries (split sft)")
     tokenizer: Path = inp("tokenizer")
     models: Path = out("folder: policy.safetensors, manifest.json")
-
-
-def policy_prompt(tok: SmallTokenizer, source: str) -> list[int]:
-    """``<bos> source <sep>``: what the policy reads before it summarises."""
-    return [tok.bos_id, *tok.encode(source), tok.token_id(SEP)]
 
 
 def run(cfg: SftConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -49,8 +44,7 @@ def run(cfg: SftConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     return {"final_loss": float(np.mean(losses[-20:]))}
 
 
-def main() -> None:
-    stage_main(PAPER, "sft", run, load_sft, Paths)
+main = Step(PAPER, "sft", run, load_sft, Paths)
 
 
 if __name__ == "__main__":

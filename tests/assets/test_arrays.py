@@ -7,11 +7,10 @@ import pytest
 
 from stages.assets import fashion_mnist
 from stages.assets.config import load_fashion_mnist
-from stages.assets.images import load_images
+from stages.assets.loaders import SERIES_FILE, load_images, load_time_series
 from stages.assets.manifest import AssetError
 from stages.assets.manifest_report import Paths as ReportPaths
 from stages.assets.manifest_report import run as report_run
-from stages.assets.time_series import SERIES_FILE, load_time_series
 from tests.assets.conftest import corrupt_copy
 
 

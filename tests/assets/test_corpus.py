@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 
 from stages.assets.config import CorpusSource
-from stages.assets.corpus import CORPUS_FILE, load_corpus, load_text_corpus
 from stages.assets.expectations import corpus_suite
+from stages.assets.loaders import CORPUS_FILE, load_corpus, load_text_corpus
 from stages.assets.manifest import MANIFEST, AssetError
 from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError, validate_table

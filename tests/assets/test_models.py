@@ -7,10 +7,10 @@ import shutil
 import numpy as np
 import pytest
 
+from stages.assets.loaders import CHUNKS_FILE, INDEX_FILE, load_causal_lm, load_retrieval_index, load_sentence_encoder
 from stages.assets.manifest import AssetError
-from stages.assets.minilm import load_sentence_encoder, paraphrase_margin
-from stages.assets.retrieval import CHUNKS_FILE, INDEX_FILE, load_retrieval_index
-from stages.assets.smollm2 import greedy_continuation, load_causal_lm
+from stages.assets.minilm import paraphrase_margin
+from stages.assets.smollm2 import greedy_continuation
 from stages.core.io import read_json
 from stages.core.lm_scoring import score_sequences
 from tests.assets.conftest import corrupt_copy

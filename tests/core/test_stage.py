@@ -66,3 +66,154 @@ def test_trainer_config_validates_and_builds():
         TrainerConfig(max_steps=0)
     with pytest.raises(ValueError):
         TrainerConfig(max_steps=1, precision="8-bit")
+
+
+# ---- interruption, stray temporaries, one-line input errors, cleanup that fails
+
+TOY_STEP = '''
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from stages.core.io import atomic_path, write_json
+from stages.core.stage import Step, inp, out
+
+
+@dataclass(frozen=True)
+class Paths:
+    marker: Path = inp("progress marker")
+    first: Path = out()
+    model: Path = out()
+
+
+def run(cfg, paths, ctx):
+    write_json({"done": 1}, paths.first)
+    with atomic_path(paths.model) as tmp:
+        tmp.write_text("half a model")
+        paths.marker.write_text("started")
+        time.sleep(120)
+    return {}
+
+
+main = Step("toy", "slow", run, lambda params: None, Paths)
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@pytest.mark.parametrize(("sig", "code"), [("SIGTERM", 143), ("SIGINT", 130)])
+def test_a_signal_stops_a_real_stage_with_a_message_and_no_outputs(tmp_path, smoke_params, sig, code):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.conftest import ROOT
+
+    script = tmp_path / "toy_slow.py"
+    script.write_text(TOY_STEP)
+    marker, out_dir = tmp_path / "marker", tmp_path / "out"
+    outs = [out_dir / "first.json", out_dir / "model.bin", tmp_path / "timings" / "slow.json"]
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--params", str(smoke_params), "--timing", str(outs[2]),
+         "--marker", str(marker), "--first", str(outs[0]), "--model", str(outs[1])],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not marker.exists():  # the step is under way: one output written, one half written
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the toy step never started"
+            time.sleep(0.05)
+        assert outs[0].exists()
+        proc.send_signal(getattr(signal, sig))
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == code
+    assert err.strip().splitlines()[-1] == f"[toy-slow] interrupted by {sig}; its outputs were removed"
+    assert not any(p.exists() for p in outs)
+    assert list(out_dir.iterdir()) == []  # nor the half-written temporary
+
+
+def _stage_cli(tmp_path, params, run):
+    args = ["--params", str(params), "--timing", str(tmp_path / "t.json"), "--source", "x",
+            "--first", str(tmp_path / "o" / "a.json"), "--second", str(tmp_path / "o" / "b.json")]
+    with pytest.raises(SystemExit) as exit_info:
+        stage_main("toy", "step", run, lambda p: None, ToyPaths, args)
+    return exit_info.value.code
+
+
+def _writes_then(exc):
+    def run(cfg, paths, ctx):
+        write_json({"ok": 1}, paths.first)
+        raise exc
+    return run
+
+
+@pytest.mark.parametrize(("exc", "code", "line"), [
+    # Lightning raises SIGTERMException (a SystemExit with no code) when its own handler saw SIGTERM
+    (SystemExit(), 1, "[toy-step] stopped before finishing (SystemExit(None)); its outputs were removed"),
+    (SystemExit(0), 1, "[toy-step] stopped before finishing (SystemExit(0)); its outputs were removed"),
+    (KeyboardInterrupt(), 130, "[toy-step] interrupted by SIGINT; its outputs were removed"),
+])
+def test_system_exit_and_keyboard_interrupt_exit_non_zero(tmp_path, smoke_params, capsys, exc, code, line):
+    assert _stage_cli(tmp_path, smoke_params, _writes_then(exc)) == code
+    assert capsys.readouterr().err.strip().splitlines()[-1] == line
+    assert not (tmp_path / "o" / "a.json").exists()
+
+
+def test_input_error_is_one_line_and_exit_1(tmp_path, smoke_params, capsys):
+    from stages.core.io import read_parquet
+
+    (tmp_path / "in.parquet").write_bytes(b"PAR1 not really")
+
+    def run(cfg, paths, ctx):
+        write_json({"ok": 1}, paths.first)
+        read_parquet(tmp_path / "in.parquet")
+
+    assert _stage_cli(tmp_path, smoke_params, run) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"[toy-step] {tmp_path / 'in.parquet'}: not a readable Parquet table")
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "o" / "a.json").exists()
+
+
+def test_a_failed_cleanup_is_reported_not_claimed(tmp_path, smoke_params, capsys, monkeypatch):
+    import stages.core.io as io
+
+    real = io.remove_outputs
+
+    def stuck(paths):
+        paths = list(paths)
+        if any(p.name == "a.json" for p in map(Path, paths)):
+            raise PermissionError(13, "Permission denied")
+        real(paths)
+
+    monkeypatch.setattr(io, "remove_outputs", stuck)
+    assert _stage_cli(tmp_path, smoke_params, _fails_halfway) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (f"[toy-step] failed; could not remove its outputs: {tmp_path / 'o' / 'a.json'} "
+                    "(Permission denied); delete them before rerunning")
+    assert "were removed" not in last
+
+
+def test_stray_temporaries_are_swept_when_the_stage_starts(tmp_path, smoke_params):
+    paths, timing = _paths(tmp_path), tmp_path / "t" / "step.json"
+    paths.first.parent.mkdir(parents=True)
+    timing.parent.mkdir()
+    strays = [paths.first.parent / ".a.json.x.tmp", timing.parent / ".step.json.k3_9zq1m.tmp"]
+    for stray in strays:
+        stray.write_text("left by a SIGKILLed run")
+    (paths.first.parent / ".model.x.tmp").mkdir()  # not an output of this step: kept
+    seen = []
+
+    def run(cfg, p, ctx):
+        seen.append([s.exists() for s in strays])
+        return _succeeds(cfg, p, ctx)
+
+    run_stage("toy", "step", run, None, paths, smoke_params, timing)
+    assert seen == [[False, False]]  # gone before the step ran
+    assert sorted(p.name for p in paths.first.parent.iterdir()) == [".model.x.tmp", "a.json", "b.json"]

@@ -31,3 +31,66 @@ def test_nan_never_passes_and_missing_metric_is_an_error():
 def test_rule_is_described_in_words():
     text = RULE.describe()
     assert "gap <= 0.05" in text and "speedup >= 2" in text and "3 seeds" in text
+
+
+# ---- non-finite and missing per-seed values: a failed seed, never a crash
+
+NAN, INF = float("nan"), float("inf")
+
+
+@pytest.mark.parametrize(("gap", "status", "recorded"), [
+    ([None, None, None], "fails", [None, None, None]),           # every seed diverged (null in JSON)
+    ([NAN, INF, None], "fails", [None, None, None]),
+    ([0.01, None, 0.02], "unclear", [0.01, None, 0.02]),          # one seed missing: seeds disagree
+    ([0.01, NAN, 0.02], "unclear", [0.01, None, 0.02]),
+    ([-INF, 0.0, 0.0], "unclear", [None, 0.0, 0.0]),              # -inf <= 0.05, but not finite: fails
+])
+def test_none_and_non_finite_values_fail_their_seed(gap, status, recorded):
+    verdict, outcomes = decide(RULE, {"gap": gap, "speedup": [3, 3, 3]})
+    assert [o.status for o in outcomes] == [status, "holds"] and verdict == "partly"
+    assert outcomes[0].values == recorded  # what claim.json records: non-finite as null
+
+
+def test_a_metric_that_is_null_as_a_whole_counts_as_no_seeds():
+    verdict, outcomes = decide(RULE, {"gap": None, "speedup": [1, 1, 1]})
+    assert [o.status for o in outcomes] == ["unclear", "fails"] and outcomes[0].values == []
+    assert verdict == "inconclusive"
+
+
+def test_all_nan_run_gives_not_reproduced_and_a_claim_that_the_ledger_reads():
+    from stages.claims import index_markdown
+    from stages.core.report import PaperCard, checks_table, decide_claim
+    from stages.core.verdict import ClaimRecord
+
+    card = PaperCard(paper="toy", title="T", claim="c", paper_result="r")
+    claim = decide_claim(card, RULE, {"gap": [float("nan")] * 3, "speedup": [None] * 3}, seeds=[0, 1, 2],
+                         profile="smoke", timings={"train": 1.0})
+    assert claim.verdict == "not_reproduced" and claim.measured == {"gap": "n/a", "speedup": "n/a"}
+    again = ClaimRecord.model_validate_json(claim.model_dump_json())  # nulls survive a JSON round trip
+    assert again.checks[0].values == [None, None, None]
+    assert "n/a, n/a, n/a" in checks_table(again) and "**not_reproduced**" in index_markdown([again])
+
+
+def test_a_value_that_is_not_a_number_is_a_clear_error():
+    with pytest.raises(TypeError, match=r"'gap small'.*'gap'.*'oops'"):
+        decide(RULE, {"gap": [0.0, "oops", 0.0], "speedup": [3, 3, 3]})
+
+
+@pytest.mark.parametrize("bad", [
+    {"name": "x", "metric": "m", "op": "<=", "threshold": float("nan")},
+    {"name": "x", "metric": "m", "op": "<=", "threshold": float("inf")},
+    {"name": "x", "metric": "", "op": "<=", "threshold": 1.0},
+    {"name": "x", "metric": " m", "op": "<=", "threshold": 1.0},
+    {"name": "x", "metric": "m", "op": "<=", "threshold": True},
+])
+def test_a_check_refuses_non_finite_thresholds_and_blank_metric_names(bad):
+    with pytest.raises(ValueError):
+        Check.model_validate(bad)
+
+
+def test_rule_refuses_duplicate_check_names_and_boolean_seed_counts():
+    check = {"name": "x", "metric": "m", "op": "<=", "threshold": 1.0}
+    with pytest.raises(ValueError, match="unique"):
+        VerdictRule.model_validate({"min_seeds": 1, "checks": [check, check]})
+    with pytest.raises(ValueError, match="min_seeds"):
+        VerdictRule.model_validate({"min_seeds": True, "checks": [check]})

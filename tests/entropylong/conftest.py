@@ -97,7 +97,7 @@ def make_index(root: Path, corpus: pd.DataFrame, encoder_path: Path) -> Path:
     """Chunks of the corpus (the asset's own chunker) in an exact inner-product faiss index."""
     import faiss
 
-    from stages.assets.minilm import load_sentence_encoder
+    from stages.assets.loaders import load_sentence_encoder
     from stages.assets.retrieval import token_chunks
 
     encoder = load_sentence_encoder(encoder_path)

@@ -9,7 +9,7 @@ from stages.entropylong.uncertainty import entropies_at_positions, information_g
 
 @pytest.mark.slow
 def test_smollm2_keeps_the_context_that_states_the_answer(smollm2_asset):
-    from stages.assets.smollm2 import load_causal_lm
+    from stages.assets.loaders import load_causal_lm
 
     model, tok = load_causal_lm(smollm2_asset)
     doc = tok("In 1854 the council of Brindlemoor chose a new mayor. The new mayor of Brindlemoor was Thaddeus",

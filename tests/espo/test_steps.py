@@ -1,86 +1,53 @@
-"""Smoke tests of the real steps at the smoke profile (called as plain functions)."""
-
-from pathlib import Path
+"""The real steps at the smoke profile, on the session's shared smoke DAG run (tests/smoke.py)."""
 
 import pytest
 
+from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError
-from stages.core.io import read_json, read_parquet, write_parquet
-from stages.core.stage import run_stage
+from stages.core.io import read_json, read_parquet, write_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
-from stages.espo import config, data, evaluate, report, rl, warmstart
+from stages.espo import config, rl
+from tests.conftest import write_params
 
 PAPER = "espo"
 
 
-def _run_all(tmp: Path, params: Path) -> dict[str, Path]:
-    d, r, m = tmp / "data", tmp / "reports", tmp / "models"
-    tables = {"sudoku": d / "sudoku.parquet", "countdown": d / "countdown.parquet"}
-    run_stage(PAPER, "data", data.run, config.load_data(params), data.Paths(**tables), params,
-              r / "timings" / "data.json")
-    wp = warmstart.Paths(**tables, models=m / "warmstart", train_log=d / "warmstart_log.parquet")
-    run_stage(PAPER, "warmstart", warmstart.run, config.load_warmstart(params), wp, params,
-              r / "timings" / "warmstart.json")
-    rp = rl.Paths(**tables, warmstart=wp.models, models=m / "rl", rl_log=d / "rl_log.parquet")
-    run_stage(PAPER, "rl", rl.run, config.load_rl(params), rp, params, r / "timings" / "rl.json")
-    ep = evaluate.Paths(**tables, warmstart=wp.models, rl_models=rp.models, rl_log=rp.rl_log,
-                        evaluation=d / "evaluation.json")
-    run_stage(PAPER, "evaluate", evaluate.run, config.load_evaluate(params), ep, params,
-              r / "timings" / "evaluate.json")
-    pp = report.Paths(evaluation=ep.evaluation, rl_log=rp.rl_log, warmstart_log=wp.train_log, warmstart=wp.models,
-                      timings=r / "timings", report=r / "report.md", metrics=r / "metrics.json",
-                      claim=r / "claim.json", plots=r / "plots")
-    run_stage(PAPER, "report", report.run, config.load_report(params), pp, params, r / "timings" / "report.json")
-    return {**tables, "warmstart": wp.models, "rl_models": rp.models, "rl_log": rp.rl_log,
-            "evaluation": ep.evaluation, "report": pp.report, "metrics": pp.metrics, "claim": pp.claim,
-            "plots": pp.plots}
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    from tests.conftest import write_params
-
-    tmp = tmp_path_factory.mktemp("espo_smoke")
-    params = write_params(tmp)
-    return params, _run_all(tmp, params)
-
-
-def test_data_splits_and_sizes(smoke_run):
-    params, out = smoke_run
-    cfg = config.load_data(params)
-    sud = read_parquet(out["sudoku"])
+def test_data_splits_and_sizes(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-data")
+    cfg = smoke_repo.config(f"{PAPER}-data")
+    sud = read_parquet(paths.sudoku)
     n_train_grids = round(288 * cfg.sudoku.train_fraction)
     assert (sud.split == "train").sum() == n_train_grids * cfg.sudoku.puzzles_per_train_grid
-    cd = read_parquet(out["countdown"])
+    cd = read_parquet(paths.countdown)
     assert (cd.split == "test").sum() == cfg.countdown.n_test
 
 
-def test_warmstart_saves_one_model_per_task_with_its_choice(smoke_run):
-    params, out = smoke_run
-    cfg = config.load_warmstart(params)
-    manifest = read_json(out["warmstart"] / "manifest.json")
+def test_warmstart_saves_one_model_per_task_with_its_choice(smoke_repo):
+    folder = smoke_repo.paths(f"{PAPER}-warmstart").models
+    cfg = smoke_repo.config(f"{PAPER}-warmstart")
+    manifest = read_json(folder / "manifest.json")
     assert set(manifest["tasks"]) == set(cfg.tasks)
     for task in cfg.tasks:
-        assert (out["warmstart"] / f"{task}.safetensors").is_file()
+        assert (folder / f"{task}.safetensors").is_file()
         steps = [c["step"] for c in manifest["tasks"][task]["val_curve"]]
         assert manifest["tasks"][task]["chosen_step"] in steps
 
 
-def test_rl_runs_every_grid_entry_for_every_iteration(smoke_run):
-    params, out = smoke_run
-    cfg = config.load_rl(params)
-    log = read_parquet(out["rl_log"])
+def test_rl_runs_every_grid_entry_for_every_iteration(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-rl")
+    cfg = smoke_repo.config(f"{PAPER}-rl")
+    log = read_parquet(paths.rl_log)
     expected = {rl.run_name(e.task, v, s) for e in cfg.grid for v in e.variants for s in range(e.n_seeds)}
     assert set(log.run) == expected
     assert log.groupby("run").iteration.max().eq(cfg.iterations).all()
-    assert {p.stem for p in out["rl_models"].glob("*.safetensors")} == expected
+    assert {p.stem for p in paths.models.glob("*.safetensors")} == expected
     assert log.reward.between(0, 1).all()
 
 
-def test_evaluation_has_paired_per_seed_metrics(smoke_run):
-    params, out = smoke_run
-    ev = read_json(out["evaluation"])
-    n_seeds = next(e.n_seeds for e in config.load_rl(params).grid if "espo" in e.variants and e.task == "sudoku")
+def test_evaluation_has_paired_per_seed_metrics(smoke_repo):
+    ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
+    grid = smoke_repo.config(f"{PAPER}-rl").grid
+    n_seeds = next(e.n_seeds for e in grid if "espo" in e.variants and e.task == "sudoku")
     for key in ("sudoku_espo_minus_d1_success", "sudoku_espo_minus_token_elbo_success",
                 "sudoku_espo_minus_warmstart_success", "sudoku_k2_minus_best_k1_k3_success"):
         assert len(ev["per_seed"][key]) == n_seeds
@@ -89,36 +56,43 @@ def test_evaluation_has_paired_per_seed_metrics(smoke_run):
         assert 0 <= r["test_sampled_success"] <= r["test_sampled_reward"] <= 1
 
 
-def test_report_writes_claim_and_plots(smoke_run):
-    _, out = smoke_run
-    claim = ClaimRecord.model_validate(read_json(out["claim"]))
+def test_report_writes_claim_and_plots(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-report")
+    claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke"
-    names = {p.name for p in out["plots"].iterdir()}
+    names = {p.name for p in paths.plots.iterdir()}
     assert {"test_success.png", "reward_sudoku_main.png", "reward_sudoku_ablations.png", "warmstart_val.png"} <= names
-    assert f"**Verdict: {claim.verdict}**" in out["report"].read_text()
+    text = paths.report.read_text()
+    assert f"**Verdict: {claim.verdict}**" in text
+    # counts in the prose come from the run and its params, not from the default profile
+    rl_cfg, data_cfg = smoke_repo.config(f"{PAPER}-rl"), smoke_repo.config(f"{PAPER}-data")
+    assert (f"RL runs {rl_cfg.iterations} iterations of {rl_cfg.prompts_per_iteration} prompts × "
+            f"{rl_cfg.group_size} samples with μ = {rl_cfg.inner_updates} inner updates") in text
+    assert f"puzzles blank {data_cfg.sudoku.min_blanks}-{data_cfg.sudoku.max_blanks} cells" in text
 
 
-def test_steps_are_deterministic(smoke_run, tmp_path):
-    params, out = smoke_run
-    assert read_json(_run_all(tmp_path, params)["metrics"]) == read_json(out["metrics"])
-
-
-def test_corrupt_sudoku_fails_validation_naming_the_column(smoke_run, tmp_path):
-    params, out = smoke_run
-    bad = read_parquet(out["sudoku"])
+def test_corrupt_sudoku_fails_validation_naming_the_column(smoke_repo, tmp_path):
+    bad = read_parquet(smoke_repo.paths(f"{PAPER}-data").sudoku)
     bad.loc[3, "puzzle"] = "5" * 16
     write_parquet(bad, tmp_path / "sudoku.parquet")
-    wp = warmstart.Paths(sudoku=tmp_path / "sudoku.parquet", countdown=out["countdown"], models=tmp_path / "ws",
-                         train_log=tmp_path / "log.parquet")
     with pytest.raises(DataValidationError, match=r"espo\.sudoku.*column 'puzzle'"):
-        run_stage(PAPER, "warmstart", warmstart.run, config.load_warmstart(params), wp, params, None)
-    assert not (tmp_path / "ws").exists()
+        smoke_repo.run(f"{PAPER}-warmstart", sudoku=tmp_path / "sudoku.parquet", models=tmp_path / "ws",
+                       train_log=tmp_path / "log.parquet")
+    assert not (tmp_path / "ws").exists() and not (tmp_path / "log.parquet").exists()
+
+
+def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_path):
+    ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
+    del ev["per_seed"]["sudoku_espo_minus_d1_success"]
+    write_json(ev, tmp_path / "ev.json")
+    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
+            "plots": tmp_path / "plots"}
+    with pytest.raises(KeyError, match="sudoku_espo_minus_d1_success"):
+        smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
 
 
 def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
-    from stages.core.config import ConfigError
-    from tests.conftest import write_params
-
     params = write_params(tmp_path, **{"espo.rl.clip_eps": 1.5})
     with pytest.raises(ConfigError, match=r"espo\.rl\.clip_eps"):
         config.load_rl(params)

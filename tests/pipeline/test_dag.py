@@ -1,8 +1,7 @@
-"""The DAG is consistent with params.yaml, the folders and the code each stage imports."""
+"""The DAG is generated, up to date, and consistent with params.yaml, the folders and the code's imports."""
 
 from __future__ import annotations
 
-import ast
 import itertools
 import re
 import shlex
@@ -11,6 +10,7 @@ from pathlib import Path
 import yaml
 
 from stages.core.config import load_global
+from stages.dag import generate, import_closure, imports_of, packages, steps
 
 ROOT = Path(__file__).resolve().parents[2]
 NOT_PAPERS = {"core", "assets", "__pycache__"}
@@ -51,51 +51,12 @@ def test_claims_stage_depends_on_every_claim_and_nothing_else():
         assert f"reports/{p}/claim.json" in outs
 
 
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    for node in ast.walk(tree):  # `if TYPE_CHECKING:` imports never run, so they are not deps
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            node.body = []
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names}
-    return {m for m in found if m == "stages" or m.startswith("stages.")}
-
-
-def _module_file(module: str) -> Path | None:
-    base = ROOT / Path(*module.split("."))
-    if base.with_suffix(".py").is_file():
-        return base.with_suffix(".py")
-    if (base / "__init__.py").is_file():
-        return base / "__init__.py"
-    return None
-
-
-def _closure(module: str) -> set[Path]:
-    """Every project file executed by ``python -m module`` (package __init__s included)."""
-    seen: set[Path] = set()
-    todo = [module]
-    while todo:
-        mod = todo.pop()
-        parts = mod.split(".")
-        for i in range(1, len(parts) + 1):
-            f = _module_file(".".join(parts[:i]))
-            if f is not None and f not in seen:
-                seen.add(f)
-                todo.extend(_imports(f))
-    return seen
-
-
 def test_every_stage_lists_the_code_it_imports_as_deps():
     for name, stage in _stages().items():
         match = re.match(r"python -m (stages[\w.]*)", stage["cmd"])
         assert match, f"{name}: cmd must be `python -m stages....`"
         deps = {ROOT / d for d in stage["deps"]}
-        for f in _closure(match.group(1)):
+        for f in import_closure(match.group(1)):
             covered = f in deps or any(d in f.parents for d in deps)
             assert covered, f"stage {name} imports {f.relative_to(ROOT)} but does not list it in deps"
         for d in stage["deps"]:
@@ -132,4 +93,44 @@ def test_metrics_and_plots_are_declared():
     plots = {next(iter(p)) if isinstance(p, dict) else p for p in dvc.get("plots", [])}
     for paper in load_global(ROOT / "params.yaml").papers:
         assert f"reports/{paper}/metrics.json" in _paths(dvc["stages"][f"{paper}-report"]["metrics"])
-        assert any(p.startswith(f"reports/{paper}/plots/") for p in plots), f"{paper}: no plots declared"
+        assert f"reports/{paper}/plots" in plots, f"{paper}: its plots folder is not declared"
+
+
+def test_dvc_yaml_is_generated_from_the_code_and_up_to_date():
+    assert (ROOT / "dvc.yaml").read_text() == generate(ROOT / "params.yaml"), (
+        "dvc.yaml is out of date with stages/*/pipeline.py, the steps' Paths or their imports: run `make dag`")
+
+
+def test_steps_are_leaves_no_module_imports_a_step():
+    step_modules = {e.run.__module__ for pkg in packages(ROOT / "params.yaml") for e in steps(pkg)}
+    step_modules.add("stages.claims")
+    for f in sorted((ROOT / "stages").rglob("*.py")):
+        imported = imports_of(f) & step_modules
+        assert not imported, (f"{f.relative_to(ROOT)} imports step module(s) {sorted(imported)}: move the readers "
+                              "and writers it needs into the paper's io.py (assets: stages/assets/loaders.py)")
+
+
+def test_params_deps_are_the_sections_each_loader_reads():
+    stages = _stages()
+    assert stages["matrix_denoising-report"]["params"] == [
+        "seed", "profile", "threads", "matrix_denoising.report", "matrix_denoising.verdict"]
+    assert stages["matrix_denoising-train"]["params"] == ["seed", "profile", "threads", "matrix_denoising.train"]
+    assert stages["claims"]["params"] == ["papers"]
+
+
+def test_a_paths_field_with_no_path_in_the_table_is_refused_naming_it():
+    import dataclasses
+
+    import pytest
+
+    from stages.core.stage import Step, inp
+    from stages.dag import DagError, field_paths
+    from stages.matrix_denoising import config, train
+
+    @dataclasses.dataclass(frozen=True)
+    class Paths:
+        instances: Path = inp()
+        nowhere: Path = inp()
+
+    with pytest.raises(DagError, match="matrix_denoising-train: field 'nowhere'"):
+        field_paths(Step("matrix_denoising", "train", train.run, config.load_train, Paths))

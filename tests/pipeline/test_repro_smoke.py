@@ -1,46 +1,18 @@
-"""End to end through DVC at the smoke profile, in a temporary copy of the repository."""
+"""End to end through DVC at the smoke profile, on the session's shared smoke DAG run."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-
-
-def _run(args: list[str], cwd: Path, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=1200)
-    if check:
-        assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
-    return proc
-
-
-@pytest.fixture(scope="module")
-def repo_copy(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("repo")
-    files = _run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], ROOT).stdout.split()
-    for rel in files:
-        src = ROOT / rel
-        if src.is_file() and not rel.startswith(("reports/", "dvc.lock")):
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    params = yaml.safe_load((dest / "params.yaml").read_text())
-    params["profile"] = "smoke"
-    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
-    _run(["git", "init", "-q"], dest)
-    _run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "add", "-A"], dest)
-    _run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "copy"], dest)
-    _run([sys.executable, "-m", "dvc", "repro"], dest)
-    return dest
+from stages.core.config import load_global
+from tests.smoke import run_cmd
 
 
 def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> None:
@@ -51,47 +23,96 @@ def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> 
     for key in parents:
         node = node[key]
     node[last] = value
-    dest.write_text(yaml.safe_dump(params, sort_keys=False))
+    dest.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
 
 
 def _stale(repo: Path) -> set[str]:
-    return set(json.loads(_run([sys.executable, "-m", "dvc", "status", "--json"], repo).stdout or "{}"))
+    return set(json.loads(run_cmd([sys.executable, "-m", "dvc", "status", "--json"], repo).stdout or "{}"))
+
+
+# outputs that hold wall times, which differ run to run by design
+TIMED = ("/timings/", "/claim.json", "/report.md", "reports/index.")
+
+
+def _out_hashes(repo: Path) -> dict[str, str]:
+    """md5 of every output in dvc.lock except the ones that hold wall times."""
+    lock = yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+    outs = [o for s in lock.values() for o in s.get("outs", [])]
+    return {o["path"]: o["md5"] for o in outs if not any(t in o["path"] for t in TIMED)}
 
 
 @pytest.mark.slow
-def test_smoke_repro_writes_reports_and_ledger(repo_copy):
-    claim = json.loads((repo_copy / "reports/matrix_denoising/claim.json").read_text())
-    assert claim["profile"] == "smoke" and claim["verdict"] in {"reproduced", "partly", "not_reproduced",
-                                                                "inconclusive"}
-    index = (repo_copy / "reports/index.md").read_text()
-    assert "[matrix_denoising](matrix_denoising/report.md)" in index and claim["verdict"] in index
-    assert "<table>" in (repo_copy / "reports/index.html").read_text()
-    assert _stale(repo_copy) == set()
-    shown = _run([sys.executable, "-m", "dvc", "metrics", "show", "--json"], repo_copy).stdout
+def test_smoke_repro_writes_every_report_and_the_ledger(smoke_repo):
+    papers = load_global(smoke_repo.params).papers
+    index = (smoke_repo.root / "reports/index.md").read_text()
+    for paper in papers:
+        claim = smoke_repo.json(f"reports/{paper}/claim.json")
+        assert claim["profile"] == "smoke" and claim["verdict"] in {"reproduced", "partly", "not_reproduced",
+                                                                    "inconclusive"}
+        assert f"[{paper}]({paper}/report.md)" in index
+        for check in claim["checks"]:  # the ledger shows every check's status beside the verdict
+            assert f"{check['name']} ({check['status']})" in index
+    assert "<table>" in (smoke_repo.root / "reports/index.html").read_text()
+    assert _stale(smoke_repo.root) == set()
+    shown = run_cmd([sys.executable, "-m", "dvc", "metrics", "show", "--json"], smoke_repo.root).stdout
     assert "max_trajectory_gap" in shown
 
 
 @pytest.mark.slow
-def test_changing_one_param_reruns_only_its_downstream_stages(repo_copy):
-    _write_edited_params(repo_copy, repo_copy / "params.yaml", "matrix_denoising.evaluate.stall_fraction", 0.4)
-    assert _stale(repo_copy) == {"matrix_denoising-evaluate"}  # dvc status lists the directly changed stage
-    out = _run([sys.executable, "-m", "dvc", "repro"], repo_copy).stdout
-    assert "Stage 'matrix_denoising-data' didn't change, skipping" in out
-    assert "Stage 'matrix_denoising-train' didn't change, skipping" in out
-    assert "Running stage 'matrix_denoising-evaluate'" in out
-    assert "Running stage 'matrix_denoising-report'" in out
-    assert _stale(repo_copy) == set()
-    diff = _run([sys.executable, "-m", "dvc", "params", "diff", "--json"], repo_copy).stdout
-    assert "stall_fraction" in diff
+def test_changing_one_param_reruns_only_its_downstream_stages(smoke_repo, tmp_path):
+    root = smoke_repo.root
+    saved = tmp_path / "params.yaml"
+    saved.write_bytes((root / "params.yaml").read_bytes())
+    try:
+        _write_edited_params(root, root / "params.yaml", "matrix_denoising.evaluate.stall_fraction", 0.4)
+        assert _stale(root) == {"matrix_denoising-evaluate"}  # dvc status lists the directly changed stage
+        out = run_cmd([sys.executable, "-m", "dvc", "repro"], root).stdout
+        assert "Stage 'matrix_denoising-data' didn't change, skipping" in out
+        assert "Stage 'matrix_denoising-train' didn't change, skipping" in out
+        assert "Running stage 'matrix_denoising-evaluate'" in out
+        assert "Running stage 'matrix_denoising-report'" in out
+        assert "Running stage 'mtd_mirror_descent-" not in out
+        assert _stale(root) == set()
+        diff = run_cmd([sys.executable, "-m", "dvc", "params", "diff", "--json"], root).stdout
+        assert "stall_fraction" in diff
+    finally:  # give the shared workspace back as it was (DVC restores the outputs from its cache)
+        (root / "params.yaml").write_bytes(saved.read_bytes())
+        run_cmd([sys.executable, "-m", "dvc", "repro"], root)
+    assert _stale(root) == set()
 
 
 @pytest.mark.slow
-def test_cli_refuses_bad_params_naming_the_key(repo_copy):
-    bad = repo_copy / "bad_params.yaml"
-    _write_edited_params(repo_copy, bad, "matrix_denoising.train.horizon", -1)
-    proc = _run([sys.executable, "-m", "stages.matrix_denoising.train", "--params", str(bad),
-                 "--instances", "data/matrix_denoising/instances.parquet",
-                 "--trajectories", "t.parquet", "--timing", "t.json"], repo_copy, check=False)
+def test_cli_refuses_bad_params_naming_the_key(smoke_repo, tmp_path):
+    bad = tmp_path / "bad_params.yaml"
+    _write_edited_params(smoke_repo.root, bad, "matrix_denoising.train.horizon", -1)
+    proc = run_cmd([sys.executable, "-m", "stages.matrix_denoising.train", "--params", str(bad),
+                    "--instances", "data/matrix_denoising/instances.parquet",
+                    "--trajectories", str(tmp_path / "t.parquet"), "--timing", str(tmp_path / "t.json")],
+                   smoke_repo.root, check=False)
     assert proc.returncode == 2
     assert "matrix_denoising.train.horizon" in proc.stderr
-    assert not (repo_copy / "t.parquet").exists()
+    assert not (tmp_path / "t.parquet").exists()
+
+
+@pytest.mark.slow
+def test_a_second_smoke_run_reproduces_every_output_bit_for_bit(smoke_repo, tmp_path):
+    """Determinism: every paper's stages run again (same params, same machine) write identical tables,
+    models and metrics. The assets are shared, not rerun: they are inputs here, not results."""
+    again = tmp_path / "again"
+    shutil.copytree(smoke_repo.root, again, symlinks=True, ignore=shutil.ignore_patterns(".dvc"))
+    # DVC reruns a stage whose outputs are not in its cache: share the cache (hard links, read-only files)
+    # so the assets count as done; --no-run-cache makes the papers' stages really run again.
+    shutil.copytree(smoke_repo.root / ".dvc", again / ".dvc", symlinks=True, copy_function=os.link,
+                    ignore=shutil.ignore_patterns("tmp"))
+    papers = load_global(again / "params.yaml").papers
+    for paper in papers:
+        for kind in ("data", "models"):
+            shutil.rmtree(again / kind / paper, ignore_errors=True)
+    out = run_cmd([sys.executable, "-m", "dvc", "repro", "--no-run-cache"], again).stdout
+    assert "Running stage 'assets-" not in out
+    first, second = _out_hashes(smoke_repo.root), _out_hashes(again)
+    results = {p for p in first if p.startswith(tuple(f"{k}/{paper}/" for k in ("data", "models", "reports")
+                                                      for paper in papers)) or p.endswith("metrics.json")}
+    assert results and all(f"Running stage '{paper}-report'" in out for paper in papers)
+    differ = sorted(p for p in results if first[p] != second.get(p))
+    assert not differ, f"outputs differ between two identical smoke runs: {differ}"

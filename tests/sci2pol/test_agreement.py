@@ -1,4 +1,4 @@
-"""Judge agreement: scores of every scorer, rank correlations with the labels; real assets once."""
+"""Judge agreement: scores of every scorer, rank correlations with the labels; the smoke DAG's real assets."""
 
 import numpy as np
 import pytest
@@ -18,15 +18,15 @@ def test_rubric_ceiling_beats_rouge_on_generated_briefs():
     assert rho["rubric"] > rho["rouge"]
 
 
-def test_real_lm_judge_bertscore_and_choice_scorer(smollm2_asset, minilm_asset):
-    from stages.assets.minilm import load_sentence_encoder
-    from stages.assets.smollm2 import load_causal_lm
+def test_real_lm_judge_bertscore_and_choice_scorer(smoke_repo):
+    from stages.assets.loaders import load_causal_lm, load_sentence_encoder
 
+    assets = smoke_repo.paths("sci2pol-agree")  # the smoke DAG's SmolLM2 and MiniLM folders
     torch.set_num_threads(1)
-    model, tok = load_causal_lm(smollm2_asset)
+    model, tok = load_causal_lm(assets.model)
     papers, briefs = agreement_set(1, 0)
     scores = score_all(papers, briefs[:2], {"lm": LMJudge(model, tok, max_tokens=256)},
-                       {"bertscore": bertscore_metric(load_sentence_encoder(minilm_asset))})
+                       {"bertscore": bertscore_metric(load_sentence_encoder(assets.encoder))})
     assert np.all((scores["lm"] >= 0) & (scores["lm"] <= 5))
     assert scores["bertscore"][0] == pytest.approx(1.0, abs=1e-4)  # gold vs itself
     assert scores["bertscore"][1] < 1.0

@@ -42,11 +42,11 @@ def test_unfiltered_sample_is_deterministic_and_without_replacement():
     assert a == unfiltered_sample(PAIRS, 3, 0) and len({p.did for p in a}) == 3
 
 
-def test_one_lora_step_on_smollm2_moves_only_the_adapters(smollm2_asset):
-    from stages.assets.smollm2 import load_causal_lm
+def test_one_lora_step_on_smollm2_moves_only_the_adapters(smoke_repo):
+    from stages.assets.loaders import load_causal_lm
 
     torch.set_num_threads(1)
-    model, tok = load_causal_lm(smollm2_asset)
+    model, tok = load_causal_lm(smoke_repo.paths("sci2pol-bench").model)  # the smoke DAG's SmolLM2
     lm = add_lora(model, r=2, alpha=4)
     frozen = {n: p.detach().clone() for n, p in lm.named_parameters() if not p.requires_grad and "q_proj" in n}
     lora_b = {n: p.detach().clone() for n, p in lm.named_parameters() if "lora_B" in n}

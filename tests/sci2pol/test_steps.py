@@ -1,89 +1,87 @@
-"""Smoke runs of the real steps at the smoke profile (called as plain functions), chained once per module."""
+"""The real steps at the smoke profile, on the session's shared smoke DAG run (tests/smoke.py)."""
 
 import itertools
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from stages.core.gx import DataValidationError
 from stages.core.io import read_json, write_parquet
-from stages.core.stage import run_stage
 from stages.core.verdict import VERDICTS, ClaimRecord
-from stages.sci2pol import agree, bench, config, corpus, report
+from stages.sci2pol.io import VARIANTS, read_answers, read_losses, read_pairs, read_scores, read_task_scores
 from stages.sci2pol.tasks import TASKS
-from tests.conftest import write_params
 
 PAPER = "sci2pol"
 
 
-@pytest.fixture(scope="module")
-def chain(tmp_path_factory, smollm2_asset, minilm_asset):
-    """corpus → agree → bench → report at the smoke profile, in one temporary folder."""
-    tmp = tmp_path_factory.mktemp("sci2pol")
-    params = write_params(tmp)
-    timings = tmp / "timings"
-    cp = corpus.Paths(pairs=tmp / "pairs.parquet", funnel=tmp / "funnel.json")
-    run_stage(PAPER, "corpus", corpus.run, config.load_corpus(params), cp, params, timings / "corpus.json")
-    ap = agree.Paths(model=smollm2_asset, encoder=minilm_asset, scores=tmp / "judge_scores.parquet",
-                     correlations=tmp / "corr.json")
-    run_stage(PAPER, "agree", agree.run, config.load_judge(params), ap, params, timings / "agree.json")
-    bp = bench.Paths(model=smollm2_asset, pairs=cp.pairs, scores=tmp / "scores.parquet",
-                     answers=tmp / "answers.parquet", losses=tmp / "losses.parquet")
-    run_stage(PAPER, "bench", bench.run, config.load_bench_inputs(params), bp, params, timings / "bench.json")
-    rp = report.Paths(funnel=cp.funnel, correlations=ap.correlations, judge_scores=ap.scores,
-                      bench_scores=bp.scores, answers=bp.answers, losses=bp.losses, timings=timings,
-                      report=tmp / "report.md", metrics=tmp / "metrics.json", claim=tmp / "claim.json",
-                      plots=tmp / "plots")
-    run_stage(PAPER, "report", report.run, config.load_report(params), rp, params, timings / "report.json")
-    return SimpleNamespace(tmp=tmp, params=params, corpus=cp, agree=ap, bench=bp, report=rp)
-
-
-def test_corpus_step_writes_pairs_and_a_monotone_funnel(chain):
-    df = corpus.read_pairs(chain.corpus.pairs)
-    summary = read_json(chain.corpus.funnel)
+def test_corpus_step_writes_pairs_and_a_monotone_funnel(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-corpus")
+    df = read_pairs(paths.pairs)
+    summary = read_json(paths.funnel)
     assert [r["step"] for r in summary["funnel"]] == ["citations", "link", "screen", "split", "filter", "polish"]
     counts = [r["count"] for r in summary["funnel"]]
     assert all(a >= b for a, b in itertools.pairwise(counts))
     assert (df.set == "curated").sum() == counts[-1] == (df.set == "unfiltered").sum()
     assert summary["purity"]["curated"] >= summary["purity"]["unfiltered"]
     assert 0 < summary["link_precision"] <= 1
-    write_parquet(df.assign(kind="nonsense"), chain.tmp / "bad_pairs.parquet")
-    with pytest.raises(DataValidationError, match="kind"):
-        corpus.read_pairs(chain.tmp / "bad_pairs.parquet")
 
 
-def test_agree_step_scores_every_brief_with_every_scorer(chain):
-    cfg = config.load_judge(chain.params)
-    df = agree.read_scores(chain.agree.scores)
+def test_corrupt_pairs_fail_validation_naming_the_column(smoke_repo, tmp_path):
+    df = read_pairs(smoke_repo.paths(f"{PAPER}-corpus").pairs)
+    write_parquet(df.assign(kind="nonsense"), tmp_path / "bad_pairs.parquet")
+    outs = {"scores": tmp_path / "scores.parquet", "answers": tmp_path / "answers.parquet",
+            "losses": tmp_path / "losses.parquet"}
+    with pytest.raises(DataValidationError, match=r"sci2pol\.pairs.*column 'kind'"):
+        smoke_repo.run(f"{PAPER}-bench", pairs=tmp_path / "bad_pairs.parquet", **outs)
+    assert not any(p.exists() for p in outs.values())
+
+
+def test_agree_step_scores_every_brief_with_every_scorer(smoke_repo):
+    cfg = smoke_repo.config(f"{PAPER}-agree")
+    paths = smoke_repo.paths(f"{PAPER}-agree")
+    df = read_scores(paths.scores)
     assert len(df) == cfg.n_seeds * cfg.n_papers * 6
-    corr = read_json(chain.agree.correlations)
+    corr = read_json(paths.correlations)
     assert len(corr["per_seed"]) == cfg.n_seeds
     assert all(r["rubric"] > 0.5 for r in corr["per_seed"])
 
 
-def test_bench_step_scores_every_variant_task_and_item(chain):
-    cfg = config.load_bench_inputs(chain.params)
-    scores, answers = bench.read_task_scores(chain.bench.scores), bench.read_answers(chain.bench.answers)
-    losses = bench.read_losses(chain.bench.losses)
+def test_bench_step_scores_every_variant_task_and_item(smoke_repo):
+    cfg = smoke_repo.config(f"{PAPER}-bench")
+    paths = smoke_repo.paths(f"{PAPER}-bench")
+    scores, answers = read_task_scores(paths.scores), read_answers(paths.answers)
+    losses = read_losses(paths.losses)
     n_seeds = cfg.finetune.n_seeds
-    assert len(scores) == len(bench.VARIANTS) * n_seeds * len(TASKS)
-    assert set(scores.variant) == set(bench.VARIANTS)
+    assert len(scores) == len(VARIANTS) * n_seeds * len(TASKS)
+    assert set(scores.variant) == set(VARIANTS)
     assert len(answers) == len(scores) * cfg.bench.items_per_task
     assert len(losses) == 2 * n_seeds * cfg.finetune.steps  # the two fine-tuned variants
-    write_parquet(scores.assign(score=scores.score + 200), chain.tmp / "bad_scores.parquet")
-    with pytest.raises(DataValidationError, match="score"):
-        bench.read_task_scores(chain.tmp / "bad_scores.parquet")
 
 
-def test_report_step_writes_a_claim_the_ledger_accepts(chain):
-    claim = ClaimRecord.model_validate(read_json(chain.report.claim))
+def test_corrupt_task_scores_fail_validation_naming_the_column(smoke_repo, tmp_path):
+    scores = read_task_scores(smoke_repo.paths(f"{PAPER}-bench").scores)
+    write_parquet(scores.assign(score=scores.score + 200), tmp_path / "bad_scores.parquet")
+    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
+            "plots": tmp_path / "plots"}
+    with pytest.raises(DataValidationError, match=r"sci2pol\.bench_scores.*column 'score'"):
+        smoke_repo.run(f"{PAPER}-report", bench_scores=tmp_path / "bad_scores.parquet", **outs)
+    assert not any(p.exists() for p in outs.values())
+
+
+def test_report_step_writes_a_claim_the_ledger_accepts(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-report")
+    cfg = smoke_repo.config(f"{PAPER}-report")
+    claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.paper == PAPER and claim.verdict in VERDICTS
-    assert [c.name for c in claim.checks] == [c.name for c in config.load_verdict(chain.params).checks]
-    text = chain.report.report.read_text()
+    assert [c.name for c in claim.checks] == [c.name for c in cfg.verdict.checks]
+    text = paths.report.read_text()
     assert "## Corpus funnel" in text and "## Verdict" in text
     assert all(t.name in text for t in TASKS)  # the 18-task table
-    assert {p.name for p in Path(chain.report.plots).glob("*.png")} == {
+    assert {p.name for p in paths.plots.glob("*.png")} == {
         "funnel.png", "scores_by_kind.png", "bench_stages.png", "lora_loss.png"}
-    metrics = read_json(chain.report.metrics)
-    assert set(metrics["per_seed"]) == {c.metric for c in config.load_verdict(chain.params).checks}
+    metrics = read_json(paths.metrics)
+    assert set(metrics["per_seed"]) == {c.metric for c in cfg.verdict.checks}
+    # counts in the prose come from the run, not from the default profile
+    d, b, f = cfg.data, cfg.bench, cfg.finetune
+    assert f"Corpus: {d.n_corpus_papers} papers, {d.n_documents} documents" in text
+    assert f"{b.items_per_task} items per task per seed on {d.n_bench_papers} benchmark papers" in text
+    assert f"{f.steps} LoRA steps of batch {f.batch_size} see {f.steps * f.batch_size} examples" in text

@@ -1,70 +1,37 @@
-"""Smoke tests of the real steps at the smoke profile (called as plain functions)."""
-
-from pathlib import Path
+"""The real steps at the smoke profile, on the session's shared smoke DAG run (tests/smoke.py)."""
 
 import pytest
 
 from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_parquet
-from stages.core.stage import run_stage
 from stages.core.verdict import VERDICTS, ClaimRecord
-from stages.text2grad import config, data, ppo, report, reward_model, sft
+from stages.text2grad import config
 
 PAPER = "text2grad"
 
 
-def _run_all(tmp: Path, params: Path) -> dict[str, Path]:
-    d, r, m = tmp / "data", tmp / "reports", tmp / "models"
-    tables = {"sources": d / "sources.parquet", "outputs": d / "outputs.parquet", "tokenizer": d / "tokenizer.json"}
-    run_stage(PAPER, "data", data.run, config.load_data(params), data.Paths(**tables), params,
-              r / "timings" / "data.json")
-    rp = reward_model.Paths(**tables, models=m / "reward_models", evaluation=d / "rm_evaluation.json",
-                            examples=d / "rm_examples.parquet")
-    run_stage(PAPER, "reward_model", reward_model.run, config.load_reward_model(params), rp, params,
-              r / "timings" / "reward_model.json")
-    sp = sft.Paths(**tables, models=m / "sft")
-    run_stage(PAPER, "sft", sft.run, config.load_sft(params), sp, params, r / "timings" / "sft.json")
-    pp = ppo.Paths(**tables, sft=sp.models, reward_models=rp.models, curves=d / "curves.parquet")
-    run_stage(PAPER, "ppo", ppo.run, config.load_ppo(params), pp, params, r / "timings" / "ppo.json")
-    op = report.Paths(curves=pp.curves, rm_evaluation=rp.evaluation, rm_examples=rp.examples, timings=r / "timings",
-                      report=r / "report.md", metrics=r / "metrics.json", claim=r / "claim.json", plots=r / "plots")
-    run_stage(PAPER, "report", report.run, config.load_report(params), op, params, r / "timings" / "report.json")
-    return {**tables, "rm": rp.models, "rm_evaluation": rp.evaluation, "sft": sp.models, "curves": pp.curves,
-            "report": op.report, "metrics": op.metrics, "claim": op.claim, "plots": op.plots}
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory):
-    from tests.conftest import write_params
-
-    tmp = tmp_path_factory.mktemp("text2grad_smoke")
-    params = write_params(tmp)
-    return params, _run_all(tmp, params)
-
-
-def test_data_tables_have_the_configured_sizes_and_valid_annotations(smoke_run):
-    params, out = smoke_run
-    cfg = config.load_data(params)
-    outputs = read_parquet(out["outputs"])
+def test_data_tables_have_the_configured_sizes_and_valid_annotations(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-data")
+    cfg = smoke_repo.config(f"{PAPER}-data")
+    outputs = read_parquet(paths.outputs)
     assert (outputs.split == "sft").sum() == cfg.n_sft and (outputs.split == "rm_test").sum() == cfg.n_rm_test
     assert (outputs.n_words == outputs.output.str.split().str.len().fillna(0)).all()
-    assert len(read_parquet(out["sources"])) == cfg.n_ppo + cfg.n_test
+    assert len(read_parquet(paths.sources)) == cfg.n_ppo + cfg.n_test
 
 
-def test_reward_models_are_trained_and_scored(smoke_run):
-    _, out = smoke_run
-    assert {p.name for p in out["rm"].iterdir()} == {"critique.safetensors", "no_critique.safetensors",
-                                                     "manifest.json"}
-    ev = read_json(out["rm_evaluation"])
+def test_reward_models_are_trained_and_scored(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-reward_model")
+    assert {p.name for p in paths.models.iterdir()} == {"critique.safetensors", "no_critique.safetensors",
+                                                        "manifest.json"}
+    ev = read_json(paths.evaluation)
     for name in ("critique", "no_critique"):
         assert 0 <= ev[name]["good"]["f1"] <= 1 and 0 <= ev[name]["poor"]["f1"] <= 1
 
 
-def test_ppo_writes_a_curve_for_every_scheme_and_seed(smoke_run):
-    params, out = smoke_run
-    cfg = config.load_ppo(params)
-    curves = read_parquet(out["curves"])
+def test_ppo_writes_a_curve_for_every_scheme_and_seed(smoke_repo):
+    cfg = smoke_repo.config(f"{PAPER}-ppo")
+    curves = read_parquet(smoke_repo.paths(f"{PAPER}-ppo").curves)
     assert set(curves.scheme) == set(cfg.schemes) and set(curves.seed) == set(range(cfg.n_seeds))
     assert sorted(curves.step.unique()) == list(range(cfg.steps + 1))
     # every scheme starts from the same warm start and the same evaluation samples
@@ -72,29 +39,37 @@ def test_ppo_writes_a_curve_for_every_scheme_and_seed(smoke_run):
     assert (start == 1).all()
 
 
-def test_report_writes_claim_and_plots(smoke_run):
-    _, out = smoke_run
-    claim = ClaimRecord.model_validate(read_json(out["claim"]))
+def test_report_writes_claim_and_plots(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-report")
+    claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke"
-    assert {p.name for p in out["plots"].iterdir()} == {"rouge_l.png", "fact_f1.png", "kl.png", "span_f1.png"}
-    assert f"**Verdict: {claim.verdict}**" in out["report"].read_text()
+    assert {p.name for p in paths.plots.iterdir()} == {"rouge_l.png", "fact_f1.png", "kl.png", "span_f1.png"}
+    text = paths.report.read_text()
+    assert f"**Verdict: {claim.verdict}**" in text
+    # counts in the prose come from the run, not from the default profile
+    data, ppo = smoke_repo.config(f"{PAPER}-data"), smoke_repo.config(f"{PAPER}-ppo")
+    assert f"{ppo.steps} PPO steps per run, {ppo.n_seeds} seeds per scheme" in text
+    assert f"trained from scratch on {data.n_rm_train} annotated noisy outputs" in text
+    assert f"this run uses {data.n_rm_train} reward-model training outputs" in text
 
 
-def test_steps_are_deterministic(smoke_run, tmp_path):
-    params, out = smoke_run
-    assert read_json(_run_all(tmp_path, params)["metrics"]) == read_json(out["metrics"])
-
-
-def test_corrupt_outputs_fail_validation_naming_the_column(smoke_run, tmp_path):
-    params, out = smoke_run
-    bad = read_parquet(out["outputs"])
+def test_corrupt_outputs_fail_validation_naming_the_column(smoke_repo, tmp_path):
+    bad = read_parquet(smoke_repo.paths(f"{PAPER}-data").outputs)
     bad.loc[2, "word_scores"] = "1 2 0"
     write_parquet(bad, tmp_path / "outputs.parquet")
-    sp = sft.Paths(sources=out["sources"], outputs=tmp_path / "outputs.parquet", tokenizer=out["tokenizer"],
-                   models=tmp_path / "sft")
     with pytest.raises(DataValidationError, match=r"text2grad\.outputs.*column 'word_scores'"):
-        run_stage(PAPER, "sft", sft.run, config.load_sft(params), sp, params, None)
+        smoke_repo.run(f"{PAPER}-sft", outputs=tmp_path / "outputs.parquet", models=tmp_path / "sft")
     assert not (tmp_path / "sft").exists()
+
+
+def test_missing_scheme_in_curves_is_an_error_not_a_pass(smoke_repo, tmp_path):
+    curves = read_parquet(smoke_repo.paths(f"{PAPER}-ppo").curves)
+    write_parquet(curves[curves.scheme != "dense"], tmp_path / "curves.parquet")
+    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
+            "plots": tmp_path / "plots"}
+    with pytest.raises(KeyError, match="rouge_text2grad_minus_dense"):
+        smoke_repo.run(f"{PAPER}-report", curves=tmp_path / "curves.parquet", **outs)
+    assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
 
 
 def test_bad_params_are_refused_with_the_dotted_key(tmp_path):

@@ -1,0 +1,9 @@
+"""matrix_denoising in the DAG: its steps in order and where each named path lives (read by ``make dag``)."""
+
+STEPS = ("data", "train", "evaluate", "report")
+PATHS = {
+    "instances": "data/matrix_denoising/instances.parquet",
+    "trajectories": "data/matrix_denoising/trajectories.parquet",
+    "theory": "data/matrix_denoising/theory.parquet",
+    "evaluation": "data/matrix_denoising/evaluation.json",
+}

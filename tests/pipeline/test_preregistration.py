@@ -1,0 +1,128 @@
+"""Verdict rules are fixed before results, and git shows it (DESIGN.md, "Verdicts are decided before results").
+
+For every paper, the last commit that changed its ``verdict:`` block in params.yaml must
+change no file under ``reports/<paper>/`` and must come before the commit of the paper's
+current default-profile results. A rule changed after earlier results were committed must
+be explained in the report's "Rule history" section.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stages.core.config import load_global
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Papers whose rules were committed together with their first results, before this check
+# existed. Each is exempt only while its verdict block is the one it had at GRANDFATHERED_AT;
+# the next change of its rule (a new verdict run) must follow the rule above.
+GRANDFATHERED_AT = "e0af302"
+GRANDFATHERED = {"entropylong", "denots", "espo", "text2grad", "purrception", "sci2pol"}
+
+
+def _git(*args: str) -> str:
+    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+@functools.cache
+def _params_at(commit: str) -> dict[str, Any]:
+    try:
+        return yaml.safe_load(_git("show", f"{commit}:params.yaml")) or {}
+    except RuntimeError:
+        return {}
+
+
+def _verdict_at(commit: str | None, paper: str) -> Any:
+    if commit is None:
+        return None
+    section = _params_at(commit).get(paper)
+    return section.get("verdict") if isinstance(section, dict) else None
+
+
+def _parent(commit: str) -> str | None:
+    parents = _git("rev-list", "--parents", "-n", "1", commit).split()[1:]
+    return parents[0] if parents else None
+
+
+def last_rule_change(paper: str) -> str | None:
+    """The newest commit whose params.yaml changed ``<paper>.verdict``."""
+    for commit in _git("log", "--format=%H", "--", "params.yaml").split():
+        if _verdict_at(commit, paper) != _verdict_at(_parent(commit), paper):
+            return commit
+    return None
+
+
+def default_result_commits(paper: str) -> list[str]:
+    """Commits (newest first) whose reports/<paper>/claim.json holds default-profile results."""
+    found = []
+    for commit in _git("log", "--format=%H", "--", f"reports/{paper}/claim.json").split():
+        try:
+            claim = json.loads(_git("show", f"{commit}:reports/{paper}/claim.json"))
+        except (RuntimeError, json.JSONDecodeError):
+            continue
+        if claim.get("profile") == "default":
+            found.append(commit)
+    return found
+
+
+def _is_ancestor(a: str, b: str) -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=ROOT).returncode == 0
+
+
+def _grandfathered(paper: str) -> bool:
+    return paper in GRANDFATHERED and bool(_params_at(GRANDFATHERED_AT)) and (
+        _verdict_at(GRANDFATHERED_AT, paper) == _verdict_at("HEAD", paper))
+
+
+@pytest.fixture(scope="module")
+def history() -> None:
+    if _git("rev-parse", "--is-shallow-repository").strip() == "true":
+        pytest.fail("pre-registration needs the full git history: clone without --depth (CI: fetch-depth: 0)")
+
+
+@pytest.mark.parametrize("paper", load_global(ROOT / "params.yaml").papers)
+def test_verdict_rule_was_committed_on_its_own_before_the_results(paper, history):
+    head_rule = _verdict_at("HEAD", paper)
+    current = yaml.safe_load((ROOT / "params.yaml").read_text()).get(paper, {}).get("verdict")
+    if current != head_rule:
+        pytest.fail(f"{paper}: the verdict block in params.yaml differs from HEAD; commit it on its own "
+                    "(touching no reports/) before the default run")
+    if _grandfathered(paper):
+        return
+    rule_commit = last_rule_change(paper)
+    assert rule_commit is not None, f"{paper}: no commit adds its verdict block"
+    touched = _git("show", "--name-only", "--format=", rule_commit).split()
+    in_reports = [f for f in touched if f.startswith(f"reports/{paper}/")]
+    assert not in_reports, (f"{paper}: the rule's last change ({rule_commit[:8]}) also commits results "
+                            f"{in_reports}: commit the verdict block alone, before the run")
+    results = default_result_commits(paper)
+    if not results:
+        return  # no default results yet
+    latest = results[0]
+    assert latest != rule_commit and _is_ancestor(rule_commit, latest), (
+        f"{paper}: the current default results ({latest[:8]}) do not come after the rule's last change "
+        f"({rule_commit[:8]}); rerun the default profile after registering the rule")
+    earlier = [c for c in results if _is_ancestor(c, rule_commit)]
+    if earlier:
+        report = (ROOT / "reports" / paper / "report.md").read_text()
+        assert "Rule history" in report, (
+            f"{paper}: its rule changed after results were committed ({earlier[0][:8]}); the report must say "
+            "so in a 'Rule history' section with the old rule's outcome")
+
+
+def test_an_ungrandfathered_paper_with_rule_and_results_in_one_commit_fails(history, monkeypatch):
+    """The check can fail: a grandfathered paper, judged without its exemption, does."""
+    monkeypatch.setattr(f"{__name__}.GRANDFATHERED", set())
+    with pytest.raises(AssertionError, match="also commits results"):
+        test_verdict_rule_was_committed_on_its_own_before_the_results("entropylong", None)

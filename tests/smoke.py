@@ -1,0 +1,112 @@
+"""One smoke-profile run of the whole DAG per test session, shared by every test that needs outputs.
+
+``smoke_repo`` copies the repository (the files git tracks or would track, without
+``reports/`` and ``dvc.lock``) into a temporary folder, sets ``profile: smoke``, and runs
+``dvc repro`` there once. Paper step tests read its outputs through the same tables the
+DAG is generated from (no hand-wired paths), and call a step's ``run`` directly when they
+need a corrupted input or a changed param (writing only under their own ``tmp_path``).
+Tests must not change the shared copy; the pipeline tests that edit params restore them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from stages.core.config import load_global
+from stages.core.stage import Step, run_stage
+from stages.dag import find_step, step_paths
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def run_cmd(args: list[str], cwd: Path, check: bool = True, timeout: int = 3600) -> subprocess.CompletedProcess:
+    """Run a command with the project's interpreter first on PATH; on failure show its output."""
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(args, cwd=cwd, capture_output=True, text=True, env=env, timeout=timeout)
+    if check:
+        assert proc.returncode == 0, f"{args} failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    return proc
+
+
+def copy_repo(dest: Path, profile: str = "smoke") -> Path:
+    """A git repository at ``dest`` holding this checkout's sources at ``profile`` (no results)."""
+    files = run_cmd(["git", "ls-files", "--cached", "--others", "--exclude-standard"], ROOT).stdout.split()
+    for rel in files:
+        src = ROOT / rel
+        if src.is_file() and not rel.startswith(("reports/", "dvc.lock")):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    params = yaml.safe_load((dest / "params.yaml").read_text())
+    params["profile"] = profile
+    (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
+    run_cmd(["git", "init", "-q"], dest)
+    run_cmd([*git, "add", "-A"], dest)
+    run_cmd([*git, "commit", "-qm", "copy"], dest)
+    return dest
+
+
+@dataclasses.dataclass(frozen=True)
+class SmokeRepo:
+    """The shared smoke workspace and ways to reach its outputs."""
+
+    root: Path
+    repro_stdout: str
+
+    @property
+    def params(self) -> Path:
+        return self.root / "params.yaml"
+
+    def step(self, stage: str) -> Step:
+        """The Step behind a stage name (e.g. ``matrix_denoising-train``)."""
+        return find_step(stage, self.params)
+
+    def paths(self, stage: str, **overrides: Path) -> Any:
+        """The stage's ``Paths`` inside the workspace; ``overrides`` replace some (e.g. a corrupt copy)."""
+        return step_paths(self.step(stage), self.root, **overrides)
+
+    def config(self, stage: str, params: Path | None = None) -> Any:
+        """The stage's config at the smoke profile (or from another params file)."""
+        return self.step(stage).load_config(params or self.params)
+
+    def run(self, stage: str, params: Path | None = None, **overrides: Path) -> dict[str, Any]:
+        """Run one step in-process on the workspace's inputs; outputs should be overridden to tmp paths."""
+        entry = self.step(stage)
+        params = params or self.params
+        return run_stage(entry.paper, entry.step, entry.run, entry.load_config(params),
+                         self.paths(stage, **overrides), params, None)
+
+    def json(self, rel: str) -> Any:
+        return json.loads((self.root / rel).read_text())
+
+
+def repro_targets(session: pytest.Session) -> list[str]:
+    """What the session's tests need: every paper's report when only paper folders are collected
+    (``pytest tests/espo`` runs espo's stages alone), else the whole DAG (an empty list)."""
+    papers = set(load_global(ROOT / "params.yaml").papers)
+    folders = set()
+    for item in session.items:
+        parts = Path(str(item.path)).resolve().relative_to(ROOT / "tests").parts
+        folders.add(parts[0] if len(parts) > 1 else "")
+    if folders and folders <= papers | {"core", "assets"}:
+        return sorted(f"{p}-report" for p in folders & papers)
+    return []
+
+
+@pytest.fixture(scope="session")
+def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SmokeRepo:
+    """The DAG at the smoke profile (the part the session's tests need), run once per session."""
+    root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
+    proc = run_cmd([sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
+    return SmokeRepo(root=root, repro_stdout=proc.stdout)
