@@ -294,7 +294,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "dvc.yaml")
     args = parser.parse_args(argv)
     try:
-        text = generate()
+        params = ROOT / DEFAULT_PARAMS
+        specs = build(params)
+        text = render(specs, load_global(params).papers)
     except DagError as err:
         print(f"[dag] {err}", file=sys.stderr)
         sys.exit(1)
@@ -308,7 +310,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from stages.core.io import write_text
 
         write_text(text, args.output)
-        print(f"[dag] wrote {args.output} ({sum(1 for s in build())} stages)")
+        print(f"[dag] wrote {args.output} ({len(specs)} stages)")
     else:
         print(f"[dag] {args.output} is up to date")
 

@@ -62,7 +62,6 @@ class SmokeRepo:
     """The shared smoke workspace and ways to reach its outputs."""
 
     root: Path
-    repro_stdout: str
 
     @property
     def params(self) -> Path:
@@ -91,6 +90,12 @@ class SmokeRepo:
         return json.loads((self.root / rel).read_text())
 
 
+def report_outs(folder: Path) -> dict[str, Path]:
+    """A report step's outputs redirected under ``folder``, so a test never writes the shared workspace."""
+    return {"report": folder / "r.md", "metrics": folder / "m.json", "claim": folder / "c.json",
+            "plots": folder / "plots"}
+
+
 def repro_targets(session: pytest.Session) -> list[str]:
     """What the session's tests need: every paper's report when only paper folders are collected
     (``pytest tests/espo`` runs espo's stages alone), else the whole DAG (an empty list)."""
@@ -108,5 +113,5 @@ def repro_targets(session: pytest.Session) -> list[str]:
 def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SmokeRepo:
     """The DAG at the smoke profile (the part the session's tests need), run once per session."""
     root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
-    proc = run_cmd([sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
-    return SmokeRepo(root=root, repro_stdout=proc.stdout)
+    run_cmd([sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
+    return SmokeRepo(root=root)

@@ -9,6 +9,7 @@ from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.denots import config, train
 from stages.denots.grid import RunSpec, run_grid
 from stages.denots.io import load_tasks
+from tests.smoke import report_outs
 
 PAPER = "denots"
 
@@ -90,8 +91,7 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
     del ev["per_seed"]["scale_minus_tolerance"]
     write_json(ev, tmp_path / "ev.json")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(KeyError, match="scale_minus_tolerance"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()

@@ -11,6 +11,7 @@ from stages.core.tokenizer import SmallTokenizer
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.entropylong import config
 from stages.entropylong.sequences import VARIANTS
+from tests.smoke import report_outs
 
 PAPER = "entropylong"
 
@@ -107,8 +108,7 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
     del ev["per_seed"]["gain_no_verification_minus_concatenation"]
     write_json(ev, tmp_path / "ev.json")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(KeyError, match="gain_no_verification_minus_concatenation"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not any(p.exists() for p in outs.values())

@@ -8,6 +8,7 @@ from stages.core.io import read_json, read_parquet, write_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.espo import config, rl
 from tests.conftest import write_params
+from tests.smoke import report_outs
 
 PAPER = "espo"
 
@@ -85,8 +86,7 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
     del ev["per_seed"]["sudoku_espo_minus_d1_success"]
     write_json(ev, tmp_path / "ev.json")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(KeyError, match="sudoku_espo_minus_d1_success"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()

@@ -5,6 +5,7 @@ import pytest
 from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
+from tests.smoke import report_outs
 
 PAPER = "mtd_mirror_descent"
 
@@ -64,8 +65,7 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
     del ev["per_seed"]["shallow_layer1_tv_gain"]
     write_json(ev, tmp_path / "ev.json")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(KeyError, match="shallow_layer1_tv_gain"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()

@@ -9,6 +9,7 @@ from stages.core.io import read_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.sci2pol.io import VARIANTS, read_answers, read_losses, read_pairs, read_scores, read_task_scores
 from stages.sci2pol.tasks import TASKS
+from tests.smoke import report_outs
 
 PAPER = "sci2pol"
 
@@ -60,8 +61,7 @@ def test_bench_step_scores_every_variant_task_and_item(smoke_repo):
 def test_corrupt_task_scores_fail_validation_naming_the_column(smoke_repo, tmp_path):
     scores = read_task_scores(smoke_repo.paths(f"{PAPER}-bench").scores)
     write_parquet(scores.assign(score=scores.score + 200), tmp_path / "bad_scores.parquet")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(DataValidationError, match=r"sci2pol\.bench_scores.*column 'score'"):
         smoke_repo.run(f"{PAPER}-report", bench_scores=tmp_path / "bad_scores.parquet", **outs)
     assert not any(p.exists() for p in outs.values())

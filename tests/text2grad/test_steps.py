@@ -7,6 +7,7 @@ from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.text2grad import config
+from tests.smoke import report_outs
 
 PAPER = "text2grad"
 
@@ -65,8 +66,7 @@ def test_corrupt_outputs_fail_validation_naming_the_column(smoke_repo, tmp_path)
 def test_missing_scheme_in_curves_is_an_error_not_a_pass(smoke_repo, tmp_path):
     curves = read_parquet(smoke_repo.paths(f"{PAPER}-ppo").curves)
     write_parquet(curves[curves.scheme != "dense"], tmp_path / "curves.parquet")
-    outs = {"report": tmp_path / "r.md", "metrics": tmp_path / "m.json", "claim": tmp_path / "c.json",
-            "plots": tmp_path / "plots"}
+    outs = report_outs(tmp_path)
     with pytest.raises(KeyError, match="rouge_text2grad_minus_dense"):
         smoke_repo.run(f"{PAPER}-report", curves=tmp_path / "curves.parquet", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
