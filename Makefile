@@ -51,6 +51,7 @@ bench: $(STAMP)
 	python -m benchmarks.sci2pol
 	python -m benchmarks.threads
 	python -m benchmarks.orchestration
+	python -m benchmarks.reliability
 
 clean-venv:
 	rm -rf $(VENV)

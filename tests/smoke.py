@@ -11,6 +11,7 @@ Tests must not change the shared copy; the pipeline tests that edit params resto
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import shutil
@@ -39,6 +40,19 @@ def run_cmd(args: list[str], cwd: Path, check: bool = True, timeout: int = 3600)
     return proc
 
 
+@functools.cache
+def network_free_prefix() -> tuple[str, ...]:
+    """A command prefix that runs its command in a new network namespace with no interfaces up
+    (``unshare -n``, or ``-rn`` for a user without the privilege); empty where neither works."""
+    for prefix in (("unshare", "-n"), ("unshare", "-rn")):
+        try:
+            if subprocess.run([*prefix, "true"], capture_output=True, timeout=30).returncode == 0:
+                return prefix
+        except (OSError, subprocess.TimeoutExpired):
+            continue
+    return ()
+
+
 def copy_repo(dest: Path, profile: str = "smoke") -> Path:
     """A git repository at ``dest`` holding this checkout's sources at ``profile`` (no results)."""
     files = run_cmd(["git", "ls-files", "--cached", "--others", "--exclude-standard"], ROOT).stdout.split()
@@ -62,6 +76,7 @@ class SmokeRepo:
     """The shared smoke workspace and ways to reach its outputs."""
 
     root: Path
+    network_free: bool = False  # the DAG ran in a network namespace with no interfaces (unshare -n)
 
     @property
     def params(self) -> Path:
@@ -111,7 +126,12 @@ def repro_targets(session: pytest.Session) -> list[str]:
 
 @pytest.fixture(scope="session")
 def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SmokeRepo:
-    """The DAG at the smoke profile (the part the session's tests need), run once per session."""
+    """The DAG at the smoke profile (the part the session's tests need), run once per session,
+    without network where the machine allows it (so every test also proves the DAG is offline)."""
+    reuse = os.environ.get("SMOKE_REPO")
+    if reuse:  # iterating on tests: a workspace an earlier session left (--basetemp), not rerun
+        return SmokeRepo(root=Path(reuse).resolve())
     root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
-    run_cmd([sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
-    return SmokeRepo(root=root)
+    prefix = network_free_prefix()
+    run_cmd([*prefix, sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
+    return SmokeRepo(root=root, network_free=bool(prefix))

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from stages.core.config import load_global
-from tests.smoke import run_cmd
+from tests.smoke import network_free_prefix, run_cmd
 
 
 def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> None:
@@ -115,7 +115,7 @@ def test_a_second_smoke_run_reproduces_every_output_bit_for_bit(smoke_repo, tmp_
     for paper in papers:
         for kind in ("data", "models"):
             shutil.rmtree(again / kind / paper, ignore_errors=True)
-    out = run_cmd([sys.executable, "-m", "dvc", "repro", "--no-run-cache"], again).stdout
+    out = run_cmd([*network_free_prefix(), sys.executable, "-m", "dvc", "repro", "--no-run-cache"], again).stdout
     assert "Running stage 'assets-" not in out
     first, second = _out_hashes(smoke_repo.root), _out_hashes(again)
     results = {p for p in first if p.startswith(tuple(f"{k}/{paper}/" for k in ("data", "models", "reports")
@@ -127,3 +127,19 @@ def test_a_second_smoke_run_reproduces_every_output_bit_for_bit(smoke_repo, tmp_
         warnings.warn(f"known nondeterministic outputs differ between two smoke runs: {known}", stacklevel=1)
     unexpected = [p for p in differ if p not in known]
     assert not unexpected, f"outputs differ between two identical smoke runs: {unexpected}"
+
+
+def test_the_smoke_dag_ran_without_network(smoke_repo):
+    """Isolation: the shared smoke run (and the determinism rerun) ran in a network namespace with
+    no interfaces up, so no stage, subprocess or JVM reached the network; a connection there fails."""
+    if not smoke_repo.network_free:
+        pytest.skip("no network namespace here (unshare -n and unshare -rn both failed): the DAG ran with network")
+    probe = ("import socket\n"
+             "try:\n    socket.create_connection(('127.0.0.1', 9), timeout=5)\n"
+             "except OSError as err:\n    print(type(err).__name__)\n")
+    proc = run_cmd([*network_free_prefix(), sys.executable, "-c", probe], smoke_repo.root)
+    assert proc.stdout.strip().endswith("Error"), f"a connection to 127.0.0.1 did not fail: {proc.stdout!r}"
+    resolve = run_cmd([*network_free_prefix(), sys.executable, "-c",
+                       "import socket\ntry:\n    socket.getaddrinfo('pypi.org', 443)\n    print('resolved')\n"
+                       "except OSError:\n    print('offline')"], smoke_repo.root)
+    assert resolve.stdout.strip() == "offline"

@@ -1,0 +1,215 @@
+"""Every stage fails cleanly on a corrupt input, naming it, and leaves no output behind.
+
+Generated, not written per paper: for every stage of every paper and every input it declares
+that the smoke DAG produced (a table, a JSON file, a model's weights, or a folder of them), one
+file is corrupted in a copy of that input and the stage runs in-process on the copy with its
+outputs redirected to a temporary folder:
+
+- truncated (half its bytes): the error is a project error naming the file,
+- a Parquet table with its first column dropped: the error names the table or the column,
+- safetensors weights set to NaN: the stage refuses them or refuses the non-finite numbers they
+  produce (``NonFiniteError``), never writing them as results.
+
+In every case no declared output is left. A paper added later is covered without new test code.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from stages import dag
+from stages.core.config import ConfigError
+from stages.core.gx import DataValidationError
+from stages.core.io import InputError, NonFiniteError
+from tests.smoke import SmokeRepo
+
+ROOT = Path(__file__).resolve().parents[2]
+CLEAN_ERRORS = (InputError, DataValidationError, NonFiniteError, ConfigError)
+KINDS = (".parquet", ".json", ".safetensors")
+# timings are not data; the shared assets are checked against their manifests' checksums by their
+# loaders (tests/assets), and copying a model asset per case would cost more than the whole check
+NOT_DATA = ("reports/", "data/assets/", "models/assets/")
+
+
+def _paper_steps() -> list[Any]:
+    params = ROOT / "params.yaml"
+    return [e for p in dag.packages(params) if p not in dag.SHARED_PACKAGES for e in dag.steps(p)]
+
+
+def _inputs(entry: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(entry.paths) if f.metadata.get("role") == "in"]
+
+
+def _outputs(entry: Any) -> list[str]:
+    return [f.name for f in dataclasses.fields(entry.paths) if f.metadata.get("role") == "out"]
+
+
+def _files(path: Path) -> list[Path]:
+    """The data files of an input (itself, or those inside a folder), by kind then name."""
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    return [f for f in files if f.suffix in KINDS]
+
+
+def _kinds_of(path: Path) -> list[str]:
+    """The corruptions that apply to an input as the smoke run left it."""
+    files = _files(path) if path.exists() else []
+    kinds = ["truncated"] if files else []
+    if any(f.suffix == ".parquet" for f in files):
+        kinds.append("dropped_column")
+    if any(f.suffix == ".safetensors" for f in files):
+        kinds.append("nan_weights")
+    return kinds
+
+
+def _declared() -> list[tuple[str, str]]:
+    return [(e.stage, name) for e in _paper_steps() for name in _inputs(e)
+            if not dag.field_paths(e)[name].startswith(NOT_DATA)]
+
+
+# Known gaps, each a defect to fix in its paper (validate what a step reads with the producer's suite;
+# load weights through a reader that refuses non-finite values; name the file when a tokenizer is
+# corrupt). They are reported, not run (most run their stage to the end, which the suite cannot afford);
+# after a fix, take the case off the list and the test runs it.
+KNOWN_GAPS = {
+    "truncated": {
+        "entropylong-train.tokenizer", "entropylong-evaluate.tokenizer", "text2grad-reward_model.tokenizer",
+        "text2grad-sft.tokenizer", "text2grad-ppo.tokenizer",  # the tokenizers library's error, no path
+        "espo-report.warmstart_log",  # declared, never read
+    },
+    "dropped_column": {
+        "denots-report.results", "denots-report.train_log", "entropylong-construct.candidates",
+        "entropylong-construct.documents", "entropylong-construct.kept", "entropylong-construct.positions",
+        "entropylong-evaluate.documents", "entropylong-evaluate.heldout", "entropylong-report.candidates",
+        "entropylong-report.documents", "entropylong-report.positions", "entropylong-report.sequences",
+        "entropylong-report.token_entropy", "entropylong-report.train_log", "entropylong-report.verification",
+        "entropylong-retrieve.documents", "entropylong-retrieve.positions", "entropylong-train.sequences",
+        "entropylong-verify.candidates", "entropylong-verify.documents", "entropylong-verify.positions",
+        "espo-evaluate.rl_log", "espo-report.rl_log", "espo-report.warmstart_log",
+        "matrix_denoising-report.instances", "matrix_denoising-report.theory",
+        "matrix_denoising-report.trajectories", "mtd_mirror_descent-evaluate.pi",
+        "mtd_mirror_descent-report.train_log", "mtd_mirror_descent-train.pi", "text2grad-report.curves",
+        "text2grad-report.rm_examples",
+    },
+    "nan_weights": {
+        "denots-evaluate.models", "entropylong-evaluate.models", "espo-evaluate.rl_models",
+        "espo-evaluate.warmstart", "espo-report.warmstart", "espo-rl.warmstart",
+        "mtd_mirror_descent-evaluate.models", "purrception-evaluate.classifier", "purrception-evaluate.generators",
+        "purrception-evaluate.tokenizer", "text2grad-ppo.reward_models", "text2grad-ppo.sft",
+    },
+}
+
+
+def _cases(kind: str) -> list[Any]:
+    """(stage, field) pairs where ``kind`` applies, judged from the committed pipeline: every declared
+    data input (the kind is checked again on the smoke outputs, which a test skips when absent)."""
+    cases = []
+    for stage, field in _declared():
+        marks = ([pytest.mark.xfail(run=False, reason="known gap, see KNOWN_GAPS")]
+                 if f"{stage}.{field}" in KNOWN_GAPS[kind] else [])
+        cases.append(pytest.param(stage, field, marks=marks, id=f"{stage}.{field}"))
+    return cases
+
+
+def _copy_input(src: Path, dest_root: Path) -> Path:
+    dest = dest_root / "input" / src.name
+    dest.parent.mkdir(parents=True)
+    if src.is_dir():
+        shutil.copytree(src, dest)
+    else:
+        shutil.copy2(src, dest)
+    return dest
+
+
+def _redirected_outputs(entry: Any, folder: Path) -> dict[str, Path]:
+    """Each declared output under ``folder``, keeping its name (and so its suffix)."""
+    paths = dag.field_paths(entry)
+    return {name: folder / "outs" / name / Path(paths[name]).name for name in _outputs(entry)}
+
+
+def _run_corrupt(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path, kind: str,
+                 corrupt: Any) -> tuple[BaseException | None, Path, list[Path]]:
+    entry = smoke_repo.step(stage)
+    src = Path(getattr(smoke_repo.paths(stage), field))
+    if kind not in _kinds_of(src):
+        pytest.skip(f"{stage}.{field}: no file for this corruption in {src.name} at the smoke profile")
+    copy = _copy_input(src, tmp_path)
+    targets = [f for f in _files(copy) if corrupt(f)]
+    if not targets:
+        pytest.skip(f"{stage}.{field}: no file of this kind in {src.name}")
+    outs = _redirected_outputs(entry, tmp_path)
+    for out in outs.values():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        smoke_repo.run(stage, **{field: copy}, **outs)
+    except CLEAN_ERRORS as err:
+        return err, targets[0], [p for p in outs.values() if p.exists()]
+    return None, targets[0], [p for p in outs.values() if p.exists()]
+
+
+def _truncate_first(kinds: tuple[str, ...]) -> Any:
+    done: list[Path] = []
+
+    def corrupt(f: Path) -> bool:
+        if done or f.suffix not in kinds or f.stat().st_size < 2:
+            return False
+        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+        done.append(f)
+        return True
+    return corrupt
+
+
+@pytest.mark.parametrize(("stage", "field"), _cases("truncated"))
+def test_truncated_input_names_the_file(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "truncated", _truncate_first(KINDS))
+    assert err is not None, f"{stage} accepted a truncated {target.name} in {field}"
+    assert target.name in str(err), f"{stage}: the error does not name {target.name}: {err}"
+    assert not left, f"{stage} left outputs after failing: {left}"
+
+
+def _drop_first_column(f: Path, done: list[Path]) -> bool:
+    import pyarrow.parquet as pq
+
+    if done or f.suffix != ".parquet":
+        return False
+    table = pq.read_table(f)
+    if table.num_columns < 2:
+        return False
+    pq.write_table(table.drop_columns([table.column_names[0]]), f)
+    done.append(f)
+    return True
+
+
+@pytest.mark.parametrize(("stage", "field"), _cases("dropped_column"))
+def test_dropped_column_is_refused(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
+    done: list[Path] = []
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "dropped_column",
+                                     lambda f: _drop_first_column(f, done))
+    assert err is not None, f"{stage} accepted {target.name} without its first column"
+    assert not left, f"{stage} left outputs after failing: {left}"
+
+
+def _nan_weights(f: Path, done: list[Path]) -> bool:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if done or f.suffix != ".safetensors":
+        return False
+    tensors = load_file(f)
+    save_file({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+               for k, v in tensors.items()}, f)
+    done.append(f)
+    return True
+
+
+@pytest.mark.parametrize(("stage", "field"), _cases("nan_weights"))
+def test_nan_weights_never_become_results(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
+    done: list[Path] = []
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "nan_weights",
+                                     lambda f: _nan_weights(f, done))
+    assert err is not None, f"{stage} ran to the end on all-NaN weights in {target.name}"
+    assert not left, f"{stage} left outputs after failing: {left}"
