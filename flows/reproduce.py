@@ -6,7 +6,7 @@ upstream tasks, as a task of the ``reproduce`` flow run itself (the run a deploy
 opens shows every stage). A failed stage stops only its downstream stages, which end
 Cancelled ("Not run") with the failed stage named; the flow run then ends Failed with a
 message naming the stage and its error (a refused params key is named by its dotted path).
-After each paper's report stage the task publishes a markdown artifact from
+After each paper's report stage the flow run publishes a markdown artifact from
 ``reports/<paper>/claim.json``: the verdict, and every check with holds / fails / unclear
 and its per-seed values.
 
@@ -71,13 +71,18 @@ class StagesFailed(Exception):
 
 
 class _DropHandledFailure(logging.Filter):
-    """Drop the engine's traceback of a :class:`StagesFailed` result (the run already failed cleanly)."""
+    """Drop the engine's traceback of a :class:`StagesFailed` result (the run already failed cleanly),
+    and the empty traceback (``NoneType: None``) Prefect appends to a task's returned Failed state."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        return not (record.exc_info and isinstance(record.exc_info[1], StagesFailed))
+        if record.exc_info and isinstance(record.exc_info[1], StagesFailed):
+            return False
+        if record.exc_info and record.exc_info[0] is None:
+            record.exc_info = None
+        return True
 
 
-for _name in ("prefect.flow_runs", "prefect.engine", "prefect.flow_engine"):
+for _name in ("prefect.flow_runs", "prefect.task_runs", "prefect.engine", "prefect.flow_engine"):
     logging.getLogger(_name).addFilter(_DropHandledFailure())
 
 
@@ -328,11 +333,15 @@ def run_stage(root: str, stage: str) -> dict[str, Any] | State:
     logger.info("%s %s (%s)", stage, "ran" if status == "ran" else "was up to date", took)
     result = {"stage": stage, "status": status, "start": start, "end": end, "pid": os.getpid()}
     if is_report(stage):
-        paper = paper_of(stage)
-        create_markdown_artifact(markdown=report_markdown(Path(root), paper), key=artifact_key(paper),
-                                 description=f"{paper}: verdict, checks per seed, metrics")
-        result["verdict"] = json.loads((Path(root) / "reports" / paper / "claim.json").read_text()).get("verdict")
+        result["verdict"] = json.loads((Path(root) / "reports" / paper_of(stage) / "claim.json").read_text()).get(
+            "verdict")
     return result
+
+
+def publish_results(root: str, paper: str) -> None:
+    """The paper's results artifact, on the flow run (the UI's Artifacts tab lists the flow run's own)."""
+    create_markdown_artifact(markdown=report_markdown(Path(root), paper), key=artifact_key(paper),
+                             description=f"{paper}: verdict, checks per seed, metrics")
 
 
 def _failed_upstream(stage: str, upstream: dict[str, list[str]], summary: Summary) -> list[str]:
@@ -353,8 +362,9 @@ def _mark_not_run(futures: dict[str, PrefectFuture], summary: Summary, upstream:
     with get_client(sync_client=True) as client:
         for stage in summary.not_run:
             reason = f"not run: upstream stage {', '.join(_failed_upstream(stage, upstream, summary))} failed"
-            client.set_task_run_state(futures[stage].task_run_id, Cancelled(name=NOT_RUN, message=reason),
-                                      force=True)
+            task_run_id = futures[stage].task_run_id
+            client.set_task_run_state(task_run_id, Cancelled(name=NOT_RUN, message=reason), force=True)
+            client.set_task_run_name(task_run_id, stage)  # a task run that never started may keep its default name
 
 
 def run_plan(task_runner: TaskRunner, root: str, plan: list[str], upstream: dict[str, list[str]]) -> Summary:
@@ -374,6 +384,7 @@ def run_plan(task_runner: TaskRunner, root: str, plan: list[str], upstream: dict
                 summary.timings[stage] = {"start": result["start"], "end": result["end"], "pid": result["pid"]}
                 if result.get("verdict"):
                     summary.verdicts[paper_of(stage)] = result["verdict"]
+                    publish_results(root, paper_of(stage))
             elif state.is_failed() and not _blocked(stage, upstream, summary):
                 summary.failed.append(stage)
                 summary.errors[stage] = (state.message or "").removeprefix(f"{stage}: ")
