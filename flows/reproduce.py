@@ -70,20 +70,25 @@ class StagesFailed(Exception):
         return self.message
 
 
-class _DropHandledFailure(logging.Filter):
-    """Drop the engine's traceback of a :class:`StagesFailed` result (the run already failed cleanly),
-    and the empty traceback (``NoneType: None``) Prefect appends to a task's returned Failed state."""
+class _CleanFailureLogs(logging.Filter):
+    """Keep a failed run's log to what the user needs: drop the engine's traceback of a
+    :class:`StagesFailed` result (the run already failed cleanly) and the empty traceback
+    (``NoneType: None``) Prefect appends to a task's returned Failed state; a stage left
+    ``NotReady`` by a failed upstream stage is not an error of its own (it ends "Not run")."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and isinstance(record.exc_info[1], StagesFailed):
             return False
         if record.exc_info and record.exc_info[0] is None:
             record.exc_info = None
+        if isinstance(record.msg, str) and record.msg.startswith("Finished in state NotReady("):
+            record.msg, record.args = f"{NOT_RUN}: an upstream stage failed", ()
+            record.levelno, record.levelname = logging.INFO, "INFO"
         return True
 
 
 for _name in ("prefect.flow_runs", "prefect.task_runs", "prefect.engine", "prefect.flow_engine"):
-    logging.getLogger(_name).addFilter(_DropHandledFailure())
+    logging.getLogger(_name).addFilter(_CleanFailureLogs())
 
 
 @dataclass(frozen=True)

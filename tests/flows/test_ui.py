@@ -142,7 +142,8 @@ def test_failed_stage_fails_the_deployment_run_without_a_traceback(ui, alpha_run
             found = client.read_logs(log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[run.id])))
             return found if any(final in log.message for log in found) else None
 
-        messages = [log.message for log in _wait("the run's last log line", logs, ui, timeout=60)]
+        found = _wait("the run's last log line", logs, ui, timeout=60)
+        messages = [log.message for log in found]
         tasks = _task_runs(client, run.id)
     assert done.state.is_failed()
     assert done.state.message == ("stage beta-data failed: RuntimeError: beta-data failing on purpose; "
@@ -150,6 +151,7 @@ def test_failed_stage_fails_the_deployment_run_without_a_traceback(ui, alpha_run
     stage_output = [m for m in messages if m.startswith("beta-data | ")]  # the stage's own traceback, as DVC printed it
     assert not [m for m in messages if m not in stage_output and ("Traceback" in m or "Engine execution exited" in m)]
     assert not [m for m in messages if "NoneType: None" in m]
+    assert all("beta-data" in log.message for log in found if log.level >= 40)  # errors are the failed stage's only
     assert {name for name, t in tasks.items() if t.state.name == NOT_RUN} == {"beta-train@1", "beta-train@2",
                                                                               "beta-report"}
     assert all(t.state.is_final() and t.end_time for t in tasks.values())
