@@ -129,6 +129,16 @@ def test_make_ui_serves_the_deployments_and_runs_a_paper(ui, alpha_run):
 
 
 @pytest.mark.slow
+def test_a_command_line_run_finds_the_running_ui_server(ui, monkeypatch):
+    from flows.reproduce import project_server
+
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", ui.url.rsplit(":", 1)[1].removesuffix("/api"))
+    assert project_server() == ui.url
+    monkeypatch.setenv("PREFECT_SERVER_API_PORT", str(_free_port()))
+    assert project_server() is None
+
+
+@pytest.mark.slow
 def test_failed_stage_fails_the_deployment_run_without_a_traceback(ui, alpha_run):
     from prefect.client.schemas.filters import LogFilter, LogFilterFlowRunId
 
