@@ -38,6 +38,7 @@ from dvc.stage import PipelineStage
 from prefect import flow, get_client, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
+from prefect.exceptions import PrefectHTTPStatusError
 from prefect.futures import PrefectFuture
 from prefect.states import Cancelled, Completed, Failed, State
 from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
@@ -368,8 +369,16 @@ def _mark_not_run(futures: dict[str, PrefectFuture], summary: Summary, upstream:
         for stage in summary.not_run:
             reason = f"not run: upstream stage {', '.join(_failed_upstream(stage, upstream, summary))} failed"
             task_run_id = futures[stage].task_run_id
-            client.set_task_run_state(task_run_id, Cancelled(name=NOT_RUN, message=reason), force=True)
-            client.set_task_run_name(task_run_id, stage)  # a task run that never started may keep its default name
+            # The server records task runs from events, possibly after this point: retry until it knows the run.
+            for attempt in range(60):
+                try:
+                    client.set_task_run_state(task_run_id, Cancelled(name=NOT_RUN, message=reason), force=True)
+                    client.set_task_run_name(task_run_id, stage)  # one that never started may keep a default name
+                    break
+                except PrefectHTTPStatusError as err:  # 404: not recorded yet
+                    if attempt == 59:
+                        get_run_logger().warning("%s: %s (its task run stays NotReady: %s)", stage, reason, err)
+                    time.sleep(0.5)
 
 
 def run_plan(task_runner: TaskRunner, root: str, plan: list[str], upstream: dict[str, list[str]]) -> Summary:
