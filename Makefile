@@ -1,13 +1,14 @@
 # Two commands do everything on a fresh Debian/Ubuntu machine with Python 3.11:
 #   make reproduce   # venv + pinned deps, then `dvc repro` of the whole DAG (default profile)
 #   make test        # venv + pinned deps, then the whole test suite (what CI runs)
+#   make ui          # the Prefect UI with the deployments served (Ctrl-C stops it)
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: reproduce test test-fast lint dag bench clean-venv
+.PHONY: reproduce test test-fast lint dag bench ui clean-venv
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,6 +39,10 @@ test-fast: $(STAMP)
 lint: $(STAMP)
 	ruff check stages flows tests benchmarks
 	python -m stages.dag --check
+
+# The Prefect UI at http://127.0.0.1:4200 with the deployments served (flows/ui.py); Ctrl-C stops both
+ui: $(STAMP)
+	python -m flows.ui
 
 # dvc.yaml is generated from the code (stages/<paper>/pipeline.py, each step's Step and imports)
 dag: $(STAMP)

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+import flows  # noqa: F401  (the project's Prefect settings, before Prefect loads)
+
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 
@@ -98,9 +100,12 @@ def fixture_repo(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def prefect_server(tmp_path_factory):
-    """A temporary Prefect server on loopback with its own database, for the whole session."""
-    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    """A temporary Prefect server on loopback with its own database, for the whole session.
+
+    Its start-up timeout is the project's (prefect.toml, applied by ``import flows``).
+    """
+    from prefect.settings import get_current_settings
     from prefect.testing.utilities import prefect_test_harness
 
-    with prefect_test_harness(server_startup_timeout=90):
+    with prefect_test_harness(server_startup_timeout=get_current_settings().server.ephemeral.startup_timeout_seconds):
         yield

@@ -34,7 +34,8 @@ def test_serve_deployments_register_with_schedule(fixture_repo, prefect_server):
     with get_client(sync_client=True) as client:
         stored = [client.read_deployment(i) for i in ids]
     assert stored[0].schedules[0].schedule.cron == "0 2 * * *"
-    assert stored[1].parameters == {"papers": ["alpha"], "runner": "threads"} and not stored[1].schedules
+    assert stored[1].parameters == {"papers": ["alpha"], "runner": "threads", "root": str(fixture_repo.resolve())}
+    assert not stored[1].schedules
 
 
 def test_prefect_deploy_accepts_prefect_yaml(prefect_server):
