@@ -1,7 +1,5 @@
 """Offline and analytics switches, set once for every stage, test and flow.
 
-Prefect's own settings (home, analytics, timeouts) are in prefect.toml (see flows/settings.py).
-
 Stages run on machines without network access to model hubs; these variables make
 the libraries fail fast (or use local files) instead of trying to reach them.
 """
@@ -18,6 +16,7 @@ OFFLINE_ENV: dict[str, str] = {
     "HF_HUB_DISABLE_TELEMETRY": "1",
     "GX_ANALYTICS_ENABLED": "false",
     "DVC_NO_ANALYTICS": "1",
+    "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
     "DO_NOT_TRACK": "1",
     "MPLBACKEND": "Agg",
     "TOKENIZERS_PARALLELISM": "false",
@@ -27,6 +26,7 @@ OFFLINE_ENV: dict[str, str] = {
 CACHE_DIRS: dict[str, str] = {
     "HF_HOME": ".cache/huggingface",
     "MPLCONFIGDIR": ".cache/matplotlib",
+    "PREFECT_HOME": ".cache/prefect",
 }
 
 
