@@ -9,6 +9,7 @@ information per dimension exceeds a threshold are merged greedily.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -43,7 +44,7 @@ class Rotation(nn.Module):
 def block_slices(sizes: Sequence[int]) -> list[slice]:
     """Consecutive column slices of the rotated coordinates, one per subspace."""
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
-    return [slice(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(bounds)]
 
 
 @torch.no_grad()
