@@ -88,7 +88,7 @@ def patched_last_position(model: Any, input_ids: torch.Tensor, cache: Any, layer
 
     last = input_ids[:, -1:].expand(batch, 1)
     with layer_hook(model, layer, patch):
-        hidden = model.model(input_ids=last, past_key_values=past, use_cache=True).last_hidden_state[:, -1, :]
+        hidden = model.model(input_ids=last, cache=past, use_cache=True).last_hidden_state[:, -1, :]
     unembed = model.get_output_embeddings().weight
     return logit_difference(hidden, unembed, good, bad), seen[0]
 

@@ -31,9 +31,8 @@ def test_cached_last_position_matches_the_full_forward_pass(lm):
     ids = torch.tensor([encode(tok, TEXT)])
     good, bad = answer_ids(tok, [" Mary"]), answer_ids(tok, [" John"])
     with torch.no_grad():
-        full = model(input_ids=ids, output_hidden_states=True)
-    ld_full = logit_difference(model.model.norm(full.hidden_states[-1][0, -1]), model.get_output_embeddings().weight,
-                               good, bad)
+        full = model.model(input_ids=ids, output_hidden_states=True)
+    ld_full = logit_difference(full.last_hidden_state[0, -1], model.get_output_embeddings().weight, good, bad)
     ld, h = patched_last_position(model, ids, prefix_cache(model, ids), 12, None, good, bad)
     assert float(ld[0]) == pytest.approx(float(ld_full), abs=1e-3)
     assert torch.allclose(h, full.hidden_states[12][0, -1], atol=1e-4)
