@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from stages.core.io import load_safetensors, read_parquet
-from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.ndm.config import BASELINES, METHODS, PAPER, TASKS, ReportInputs, load_report
 from stages.ndm.verdict import gated_decide
@@ -76,7 +76,7 @@ def seeds_for_interval(values: list[float], threshold: float) -> str:
 
 
 def plot_toy(toy: pd.DataFrame, curves: pd.DataFrame, path: Path) -> None:
-    """ARI per method (seeds as points) and the NDM training loss (seeds as a band)."""
+    """ARI per method (seeds as points) and the NDM training loss of the kept restart, then fine-tuning, per seed."""
     with figure(path, 1, 2, figsize=(11, 4.2)) as (_, axes):
         methods = [*METHODS, "oracle"]
         for i, m in enumerate(methods):
@@ -86,8 +86,9 @@ def plot_toy(toy: pd.DataFrame, curves: pd.DataFrame, path: Path) -> None:
         axes[0].set_xticks(range(len(methods)), methods)
         axes[0].set_ylabel("ARI of feature → subspace vs true groups")
         axes[0].set_title("toy: subspaces vs ground truth")
-        runs = np.stack([g.sort_values("step").loss.to_numpy() for _, g in curves.groupby("seed")])
-        band(axes[1], np.arange(runs.shape[1]), runs, "NDM loss (restart kept, then fine-tuning)")
+        for seed, g in curves.groupby("seed"):
+            g = g.sort_values("step")
+            axes[1].plot(g.step, g.loss, lw=0.8, label=f"seed {seed}")
         axes[1].set_xlabel("step")
         axes[1].set_ylabel("Σ subspaces mean NN distance")
         axes[1].legend(fontsize=8)
@@ -108,13 +109,12 @@ def plot_lm(summary: pd.DataFrame, effects: pd.DataFrame, path: Path) -> None:
         axes[0].set_xticks(range(len(METHODS)), METHODS)
         axes[0].set_ylabel("mean Gini of |patching effects|")
         axes[0].legend(fontsize=8)
-        for m in METHODS:
+        for i, m in enumerate(METHODS):
             prof = effects[effects.method == m].assign(a=lambda d: d.effect.abs())
-            mean = prof.groupby(["seed", "subspace"]).a.mean().groupby("seed").apply(
-                lambda s: np.sort(s.to_numpy())[::-1])
-            if len(mean):
-                runs = np.stack(mean.to_list())
-                band(axes[1], np.arange(1, runs.shape[1] + 1), runs / runs.sum(axis=1, keepdims=True), m)
+            for j, (_, per_seed) in enumerate(prof.groupby("seed")):
+                share = np.sort(per_seed.groupby("subspace").a.mean().to_numpy())[::-1]
+                axes[1].plot(np.arange(1, len(share) + 1), share / share.sum(), color=f"C{i}", lw=1,
+                             label=m if j == 0 else None)
         axes[1].set_xlabel("subspace rank (by mean |effect|)")
         axes[1].set_ylabel("share of total |effect|")
         axes[1].set_title("effect profile (mean over prompts)")
