@@ -1,9 +1,9 @@
 """Each paper's longest stage survives SIGTERM and SIGKILL mid-work, and its rerun is identical.
 
 Generated, not written per paper. For every paper, the stage that took longest in the shared
-smoke run runs again as its own process (the command dvc.yaml would run, its outputs redirected to
-a temporary folder) and is killed when its first progress bar appears on stderr (the work has
-begun; no sleeps):
+smoke run among those that draw a progress bar runs again as its own process (the command
+dvc.yaml would run, its outputs redirected to a temporary folder) and is killed when its first
+progress bar appears on stderr (the work has begun; no sleeps):
 
 - SIGTERM: the stage exits 143 saying it was interrupted, and none of its outputs exist;
 - SIGKILL: whatever half-written temporaries it left, a rerun sweeps them and runs to the end,
@@ -37,13 +37,21 @@ PROGRESS = re.compile(r"\|\s*\d+/\d+ \[")  # a tqdm bar: "desc:  40%|####      |
 MARKER_TIMEOUT_S = 900
 
 
+def _shows_progress(entry: Any) -> bool:
+    """Whether the step's own code (its paper's files it imports) draws a tqdm progress bar."""
+    own = ROOT / "stages" / entry.paper
+    files = dag.import_closure(f"stages.{entry.paper}.{entry.step}")
+    return any(f.is_relative_to(own) and "tqdm(" in f.read_text() for f in files)
+
+
 def _longest_stage(smoke_repo: SmokeRepo, paper: str) -> Any:
+    """The paper's longest stage in the smoke run among those that show progress (the kill marker)."""
     timings = {}
-    for entry in dag.steps(paper):
+    for entry in filter(_shows_progress, dag.steps(paper)):
         path = smoke_repo.root / dag.timing_path(entry)
         if path.is_file():
             timings[entry.stage] = json.loads(path.read_text())["wall_time_s"]
-    assert timings, f"{paper}: no stage timings in the smoke run"
+    assert timings, f"{paper}: no stage that shows a progress bar (long work should), or no smoke timings"
     return smoke_repo.step(max(timings, key=timings.__getitem__))
 
 
