@@ -17,6 +17,7 @@ from stages.assets import (
     digits,
     enwiki,
     fashion_mnist,
+    hypergraphs,
     minilm,
     retrieval,
     smollm2,
@@ -27,6 +28,7 @@ from stages.assets.config import (
     load_digits,
     load_enwiki,
     load_fashion_mnist,
+    load_hypergraphs,
     load_japanese_vowels,
     load_minilm,
     load_retrieval,
@@ -109,3 +111,8 @@ def digits_asset(asset_params: Path, asset_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def japanese_vowels_asset(asset_params: Path, asset_root: Path) -> Path:
     return prepare(time_series, load_japanese_vowels, asset_params, asset_root, series=None)
+
+
+@pytest.fixture(scope="session")
+def hypergraphs_asset(asset_params: Path, asset_root: Path) -> Path:
+    return prepare(hypergraphs, load_hypergraphs, asset_params, asset_root, hypergraphs=None)

@@ -72,3 +72,48 @@ def time_series_suite(n_channels: int, labels: Collection[str]) -> list[Any]:
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["split", "case", "t"]),
         *[gxe.ExpectColumnValuesToBeBetween(column=c, min_value=-1e3, max_value=1e3) for c in channels],
     ]
+
+
+def contacts_suite() -> list[Any]:
+    """Time-stamped pairwise contacts: (dataset, t, i, j), two distinct people, non-negative time."""
+    import great_expectations.expectations as gxe
+
+    cols = ["dataset", "t", "i", "j"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectColumnValuesToBeBetween(column="t", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="i", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="j", min_value=0),
+        gxe.ExpectColumnValuesToBeOfType(column="t", type_="int64"),
+    ]
+
+
+def node_classes_suite() -> list[Any]:
+    """One class per (dataset, node)."""
+    import great_expectations.expectations as gxe
+
+    cols = ["dataset", "node", "cls"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        gxe.ExpectTableRowCountToBeBetween(min_value=2),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["dataset", "node"]),
+        gxe.ExpectColumnValueLengthsToBeBetween(column="cls", min_value=1),
+    ]
+
+
+def hyperedges_suite() -> list[Any]:
+    """A package's hyperedge list: space-separated node ids (at least two), positive weights, no duplicates."""
+    import great_expectations.expectations as gxe
+
+    cols = ["dataset", "members", "weight"]
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
+        gxe.ExpectTableRowCountToBeBetween(min_value=1),
+        *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
+        gxe.ExpectColumnValuesToMatchRegex(column="members", regex=r"^\d+( \d+)+$"),
+        gxe.ExpectColumnValuesToBeBetween(column="weight", min_value=1),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["dataset", "members"]),
+    ]
