@@ -17,6 +17,7 @@ from stages.relash.config import PAPER, ReportInputs, load_report
 from stages.relash.hypergraph import ATTRIBUTES
 
 TIMED_STEPS = ("data", "train", "evaluate")
+FAMILIES = {"structure": "structure_score", "attribute": "attribute_score", "frechet": "frechet"}
 METHODS = ("heldout_real", "null", "gaussian", "vae", "relash")
 COLUMNS = ("structure_score", "attribute_score", "frechet", "degree_tv", "size_tv", "comembership_tv",
            "homophily_error", "attr_mean_error", "attr_std_error", "attr_given_size_error", "attr_given_mix_error",
@@ -157,7 +158,15 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         gap = abs(v.mean() - c.threshold)
         seeds_needed[c.name] = int(np.ceil((1.96 * stds[c.metric] / gap) ** 2)) if gap > 0 and np.isfinite(
             stds[c.metric]) else None
-    write_report(paths, claim, metrics, timings, ev=ev, datasets=datasets,
+    control = [{"dataset": d, **{f: means[d]["heldout_real"][c] / means[d]["null"][c] for f, c in FAMILIES.items()}}
+               for d in datasets]
+    order = {"train": 0, "val": 1, "test": 2}
+    drift = (links.groupby(["dataset", "split"])[list(ATTRIBUTES)].mean().reset_index()
+             .sort_values(["dataset", "split"], key=lambda c: c.map(order) if c.name == "split" else c)
+             .to_dict(orient="records"))
+    control_status = next(o.status for o in claim.checks if o.name == cfg.report.positive_control)
+    write_report(paths, claim, metrics, timings, ev=ev, datasets=datasets, control_table=control, drift=drift,
+                 control_status=control_status,
                  tables={d: results_table(rows, d) for d in datasets}, split_sizes=ev["split_sizes"],
                  seeds_needed=seeds_needed, control=cfg.report.positive_control, t=cfg.train,
                  e=cfg.evaluate)
