@@ -94,7 +94,7 @@ def test_score_model_recovers_a_gaussian_score():
     torch.manual_seed(0)
     m, s = 1.5, 0.5
     x0 = (m + s * torch.randn(4000, 1, generator=torch.Generator().manual_seed(0)))
-    model, _ = train_score_model(x0, 64, 1500, 256, 3e-3, 1e-2, 3.0, seed=0)
+    model, _ = train_score_model(x0, 32, 800, 256, 5e-3, 1e-2, 3.0, seed=0)
     for t in (0.1, 0.5, 1.0):
         x = torch.linspace(-1.0, 3.0, 21)[:, None]
         a, _ = ou_marginal(torch.tensor(t))

@@ -18,7 +18,7 @@ def test_asset_holds_both_contact_data_sets(hypergraphs_asset, tmp_path):
     assert set(h.contacts.dataset) == {"high_school", "workplace"}
     assert h.node_classes.groupby("dataset").node.nunique().to_dict() == {"high_school": 327, "workplace": 92}
     assert h.hyperedges.groupby("dataset").size().to_dict() == {"high_school": 7818, "workplace": 788}
-    bad = tmp_path / "bad"
+    bad = tmp_path / "hypergraphs"
     bad.mkdir()
     for f in hypergraphs_asset.iterdir():
         (bad / f.name).write_bytes(f.read_bytes())
