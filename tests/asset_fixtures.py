@@ -28,13 +28,13 @@ from stages.assets.config import (
     load_digits,
     load_enwiki,
     load_fashion_mnist,
-    load_hypergraphs,
     load_japanese_vowels,
     load_minilm,
     load_retrieval,
     load_smollm2,
     load_wikipedia,
 )
+from stages.assets.hypergraph_tables import load_hypergraphs_config
 from stages.assets.manifest import AssetError, verify_files
 from stages.core.stage import run_stage
 from tests.conftest import ROOT, write_params
@@ -115,4 +115,4 @@ def japanese_vowels_asset(asset_params: Path, asset_root: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def hypergraphs_asset(asset_params: Path, asset_root: Path) -> Path:
-    return prepare(hypergraphs, load_hypergraphs, asset_params, asset_root, hypergraphs=None)
+    return prepare(hypergraphs, load_hypergraphs_config, asset_params, asset_root, hypergraphs=None)

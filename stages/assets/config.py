@@ -87,18 +87,6 @@ class TimeSeriesConfig(Section):
     n_classes: int = Field(ge=2)
 
 
-class HypergraphsConfig(Section):
-    """Which of hypergraphx's bundled contact hypergraphs to prepare."""
-
-    datasets: list[Literal["high_school", "workplace"]] = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _check(self) -> HypergraphsConfig:
-        if len(set(self.datasets)) != len(self.datasets):
-            raise ValueError("datasets must be distinct")
-        return self
-
-
 class CorpusSource(Section):
     """Where a paper's text comes from: the offline asset (default), a hub data set, or local files.
 
@@ -145,4 +133,3 @@ load_retrieval = _loader(RetrievalConfig, "wikipedia-index")
 load_fashion_mnist = _loader(FashionMNISTConfig, "fashion-mnist")
 load_digits = _loader(DigitsConfig, "digits")
 load_japanese_vowels = _loader(TimeSeriesConfig, "japanese-vowels")
-load_hypergraphs = _loader(HypergraphsConfig, "hypergraphs")

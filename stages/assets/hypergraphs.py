@@ -18,9 +18,14 @@ from typing import Any
 
 import pandas as pd
 
-from stages.assets.config import HypergraphsConfig, load_hypergraphs
-from stages.assets.expectations import contacts_suite, hyperedges_suite, node_classes_suite
-from stages.assets.loaders import HYPERGRAPH_FILES
+from stages.assets.hypergraph_tables import (
+    HYPERGRAPH_FILES,
+    HypergraphsConfig,
+    contacts_suite,
+    hyperedges_suite,
+    load_hypergraphs_config,
+    node_classes_suite,
+)
 from stages.assets.manifest import AssetError, package_source, sha256_file, write_manifest
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, write_parquet
@@ -115,7 +120,7 @@ def run(cfg: HypergraphsConfig, paths: Paths, ctx: StageContext) -> dict[str, An
     return {name: d["package_hyperedges"] for name, d in details.items()}
 
 
-main = Step("assets", ASSET, run, load_hypergraphs, Paths)
+main = Step("assets", ASSET, run, load_hypergraphs_config, Paths)
 
 
 if __name__ == "__main__":

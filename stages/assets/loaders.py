@@ -25,8 +25,6 @@ INDEX_FILE = "index.faiss"
 CHUNKS_FILE = "chunks.parquet"
 SERIES_FILE = "series.parquet"
 IMAGE_SPLITS = ("train", "test")
-HYPERGRAPH_FILES = {"contacts": "contacts.parquet", "node_classes": "node_classes.parquet",
-                    "hyperedges": "hyperedges.parquet"}
 
 
 def image_files(split: str) -> tuple[str, str]:
@@ -164,19 +162,3 @@ def load_images(path: Path | str) -> ImageSplits:
     return ImageSplits(train_images=arrays["train_images.npy"], train_labels=arrays["train_labels.npy"],
                        test_images=arrays["test_images.npy"], test_labels=arrays["test_labels.npy"],
                        classes=list(manifest["details"]["classes"]), pixel_max=int(manifest["details"]["pixel_max"]))
-
-
-@dataclass(frozen=True)
-class ContactHypergraphs:
-    """Time-stamped contacts (dataset, t, i, j), node classes (dataset, node, cls) and the package's hyperedges."""
-
-    contacts: pd.DataFrame
-    node_classes: pd.DataFrame
-    hyperedges: pd.DataFrame
-
-
-def load_hypergraphs(path: Path | str) -> ContactHypergraphs:
-    """The tables of a prepared contact-hypergraph asset folder, checksum-verified."""
-    path = Path(path)
-    verify_files(path, path.name, list(HYPERGRAPH_FILES.values()))
-    return ContactHypergraphs(**{k: read_parquet(path / f) for k, f in HYPERGRAPH_FILES.items()})

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.assets.loaders import load_hypergraphs
+from stages.assets.hypergraph_tables import load_hypergraphs
 from stages.core.gx import validate_table
 from stages.core.io import write_parquet
 from stages.core.stage import StageContext, Step, inp, out

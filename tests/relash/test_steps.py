@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from stages.assets.loaders import load_hypergraphs
+from stages.assets.hypergraph_tables import load_hypergraphs
 from stages.assets.manifest import AssetError
 from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_json, write_parquet
