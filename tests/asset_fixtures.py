@@ -17,6 +17,7 @@ from stages.assets import (
     digits,
     enwiki,
     fashion_mnist,
+    hypergraphs,
     minilm,
     retrieval,
     smollm2,
@@ -33,6 +34,7 @@ from stages.assets.config import (
     load_smollm2,
     load_wikipedia,
 )
+from stages.assets.hypergraph_tables import load_hypergraphs_config
 from stages.assets.manifest import AssetError, verify_files
 from stages.core.stage import run_stage
 from tests.conftest import ROOT, write_params
@@ -109,3 +111,8 @@ def digits_asset(asset_params: Path, asset_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def japanese_vowels_asset(asset_params: Path, asset_root: Path) -> Path:
     return prepare(time_series, load_japanese_vowels, asset_params, asset_root, series=None)
+
+
+@pytest.fixture(scope="session")
+def hypergraphs_asset(asset_params: Path, asset_root: Path) -> Path:
+    return prepare(hypergraphs, load_hypergraphs_config, asset_params, asset_root, hypergraphs=None)

@@ -9,6 +9,7 @@ STEPS = (
     "fashion_mnist",
     "digits",
     "time_series",
+    "hypergraphs",
     "manifest_report",
 )
 # one table per asset stage (assets-<name>): field -> path
@@ -47,6 +48,10 @@ STEP_PATHS = {
     "japanese-vowels": {
         "series": "data/assets/japanese-vowels",
         "manifest": "reports/assets/manifests/japanese-vowels.json",
+    },
+    "hypergraphs": {
+        "hypergraphs": "data/assets/hypergraphs",
+        "manifest": "reports/assets/manifests/hypergraphs.json",
     },
     "manifest": {
         "manifests": "reports/assets/manifests",

@@ -50,15 +50,16 @@ def _verdict_at(commit: str | None, paper: str) -> Any:
     return section.get("verdict") if isinstance(section, dict) else None
 
 
-def _parent(commit: str) -> str | None:
-    parents = _git("rev-list", "--parents", "-n", "1", commit).split()[1:]
-    return parents[0] if parents else None
+def _parents(commit: str) -> list[str | None]:
+    return _git("rev-list", "--parents", "-n", "1", commit).split()[1:] or [None]
 
 
 def last_rule_change(paper: str) -> str | None:
-    """The newest commit whose params.yaml changed ``<paper>.verdict``."""
+    """The newest commit whose params.yaml changed ``<paper>.verdict``. A merge changed it only when
+    its rule differs from every parent's (else the rule came in with a parent's own history)."""
     for commit in _git("log", "--format=%H", "--", "params.yaml").split():
-        if _verdict_at(commit, paper) != _verdict_at(_parent(commit), paper):
+        rule = _verdict_at(commit, paper)
+        if all(rule != _verdict_at(parent, paper) for parent in _parents(commit)):
             return commit
     return None
 
