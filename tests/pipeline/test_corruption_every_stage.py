@@ -93,13 +93,16 @@ KNOWN_GAPS = {
         "matrix_denoising-report.instances", "matrix_denoising-report.theory",
         "matrix_denoising-report.trajectories", "mtd_mirror_descent-evaluate.pi",
         "mtd_mirror_descent-report.train_log", "mtd_mirror_descent-train.pi", "text2grad-report.curves",
-        "text2grad-report.rm_examples",
+        "text2grad-report.rm_examples", "ndm-report.toy_results", "ndm-report.toy_curves",
+        "ndm-report.competence", "ndm-report.fit_curves", "ndm-report.patch_effects", "ndm-report.patch_prompts",
+        "relash-report.hyperlinks", "relash-report.train_log", "relash-report.samples",
     },
     "nan_weights": {
         "denots-evaluate.models", "entropylong-evaluate.models", "espo-evaluate.rl_models",
         "espo-evaluate.warmstart", "espo-report.warmstart", "espo-rl.warmstart",
         "mtd_mirror_descent-evaluate.models", "purrception-evaluate.classifier", "purrception-evaluate.generators",
         "purrception-evaluate.tokenizer", "text2grad-ppo.reward_models", "text2grad-ppo.sft",
+        "ndm-fit.activations", "ndm-report.subspaces", "relash-evaluate.models",
     },
 }
 
