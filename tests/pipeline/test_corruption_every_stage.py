@@ -134,15 +134,51 @@ def _redirected_outputs(entry: Any, folder: Path) -> dict[str, Path]:
     return {name: folder / "outs" / name / Path(paths[name]).name for name in _outputs(entry)}
 
 
-def _run_corrupt(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path, kind: str,
-                 corrupt: Any) -> tuple[BaseException | None, Path, list[Path]]:
+def _truncate(f: Path) -> bool:
+    if f.stat().st_size < 2:
+        return False
+    f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
+    return True
+
+
+def _drop_first_column(f: Path) -> bool:
+    import pyarrow.parquet as pq
+
+    if f.suffix != ".parquet":
+        return False
+    table = pq.read_table(f)
+    if table.num_columns < 2:
+        return False
+    pq.write_table(table.drop_columns([table.column_names[0]]), f)
+    return True
+
+
+def _nan_weights(f: Path) -> bool:
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if f.suffix != ".safetensors":
+        return False
+    tensors = load_file(f)
+    save_file({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
+               for k, v in tensors.items()}, f)
+    return True
+
+
+# each corrupts one file in place and says whether it applied to it
+CORRUPT = {"truncated": _truncate, "dropped_column": _drop_first_column, "nan_weights": _nan_weights}
+
+
+def _run_corrupt(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path,
+                 kind: str) -> tuple[BaseException | None, Path, list[Path]]:
+    """Corrupt the first file of the input the corruption applies to (in a copy) and run the stage on it."""
     entry = smoke_repo.step(stage)
     src = Path(getattr(smoke_repo.paths(stage), field))
     if kind not in _kinds_of(src):
         pytest.skip(f"{stage}.{field}: no file for this corruption in {src.name} at the smoke profile")
     copy = _copy_input(src, tmp_path)
-    targets = [f for f in _files(copy) if corrupt(f)]
-    if not targets:
+    target = next((f for f in _files(copy) if CORRUPT[kind](f)), None)
+    if target is None:
         pytest.skip(f"{stage}.{field}: no file of this kind in {src.name}")
     outs = _redirected_outputs(entry, tmp_path)
     for out in outs.values():
@@ -150,69 +186,27 @@ def _run_corrupt(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path, 
     try:
         smoke_repo.run(stage, **{field: copy}, **outs)
     except CLEAN_ERRORS as err:
-        return err, targets[0], [p for p in outs.values() if p.exists()]
-    return None, targets[0], [p for p in outs.values() if p.exists()]
-
-
-def _truncate_first(kinds: tuple[str, ...]) -> Any:
-    done: list[Path] = []
-
-    def corrupt(f: Path) -> bool:
-        if done or f.suffix not in kinds or f.stat().st_size < 2:
-            return False
-        f.write_bytes(f.read_bytes()[: f.stat().st_size // 2])
-        done.append(f)
-        return True
-    return corrupt
+        return err, target, [p for p in outs.values() if p.exists()]
+    return None, target, [p for p in outs.values() if p.exists()]
 
 
 @pytest.mark.parametrize(("stage", "field"), _cases("truncated"))
 def test_truncated_input_names_the_file(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
-    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "truncated", _truncate_first(KINDS))
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "truncated")
     assert err is not None, f"{stage} accepted a truncated {target.name} in {field}"
     assert target.name in str(err), f"{stage}: the error does not name {target.name}: {err}"
     assert not left, f"{stage} left outputs after failing: {left}"
 
 
-def _drop_first_column(f: Path, done: list[Path]) -> bool:
-    import pyarrow.parquet as pq
-
-    if done or f.suffix != ".parquet":
-        return False
-    table = pq.read_table(f)
-    if table.num_columns < 2:
-        return False
-    pq.write_table(table.drop_columns([table.column_names[0]]), f)
-    done.append(f)
-    return True
-
-
 @pytest.mark.parametrize(("stage", "field"), _cases("dropped_column"))
 def test_dropped_column_is_refused(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
-    done: list[Path] = []
-    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "dropped_column",
-                                     lambda f: _drop_first_column(f, done))
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "dropped_column")
     assert err is not None, f"{stage} accepted {target.name} without its first column"
     assert not left, f"{stage} left outputs after failing: {left}"
 
 
-def _nan_weights(f: Path, done: list[Path]) -> bool:
-    import torch
-    from safetensors.torch import load_file, save_file
-
-    if done or f.suffix != ".safetensors":
-        return False
-    tensors = load_file(f)
-    save_file({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
-               for k, v in tensors.items()}, f)
-    done.append(f)
-    return True
-
-
 @pytest.mark.parametrize(("stage", "field"), _cases("nan_weights"))
 def test_nan_weights_never_become_results(smoke_repo: SmokeRepo, stage: str, field: str, tmp_path: Path) -> None:
-    done: list[Path] = []
-    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "nan_weights",
-                                     lambda f: _nan_weights(f, done))
+    err, target, left = _run_corrupt(smoke_repo, stage, field, tmp_path, "nan_weights")
     assert err is not None, f"{stage} ran to the end on all-NaN weights in {target.name}"
     assert not left, f"{stage} left outputs after failing: {left}"

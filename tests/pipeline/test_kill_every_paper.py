@@ -86,8 +86,6 @@ def _run_until_progress(argv: list[str], cwd: Path, sig: int) -> tuple[int, str]
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    finished = threading.Thread(target=proc.wait, daemon=True)
-    finished.start()
     while not marker.wait(0.05):
         if proc.poll() is not None:
             break
@@ -104,11 +102,14 @@ def _tree(path: Path) -> list[Path]:
     return [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
 
 
+def _names(path: Path) -> list[Path]:
+    return [p.relative_to(path) for p in _tree(path)]
+
+
 def _same(a: Path, b: Path) -> bool:
-    files_a, files_b = _tree(a), _tree(b)
-    if [p.relative_to(a) for p in files_a] != [p.relative_to(b) for p in files_b] and a.is_dir():
-        return False
-    return all(filecmp.cmp(x, y, shallow=False) for x, y in zip(files_a, files_b, strict=True))
+    """The same file names and bytes (a file or a folder)."""
+    return _names(a) == _names(b) and all(filecmp.cmp(x, y, shallow=False)
+                                          for x, y in zip(_tree(a), _tree(b), strict=True))
 
 
 @pytest.mark.parametrize("paper", PAPERS)
@@ -134,6 +135,6 @@ def test_longest_stage_survives_kills(smoke_repo: SmokeRepo, paper: str, tmp_pat
         if "/reports/" in str(ref) or str(ref).startswith("reports/") or name in {"report", "claim", "plots"}:
             continue  # reports hold wall times
         if paper in NONDETERMINISTIC:
-            assert sorted(p.relative_to(out) for p in _tree(out)) == sorted(p.relative_to(ref) for p in _tree(ref))
+            assert _names(out) == _names(ref)
             continue
         assert _same(out, ref), f"{entry.stage}: {name} after a kill and a rerun differs from the smoke run's"
