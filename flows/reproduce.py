@@ -30,11 +30,9 @@ from typing import Any
 
 import stages as _offline_switches  # noqa: F401  (sets the offline switches before Prefect loads)
 from flows.settings import api_url
+from stages.repro import Dag, dvc_stage_command, load_dag, paper_of
 
 # isort: split
-import networkx as nx
-from dvc.repo import Repo
-from dvc.stage import PipelineStage
 from prefect import flow, get_client, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NONE
@@ -46,8 +44,6 @@ from prefect.task_runners import TaskRunner, ThreadPoolTaskRunner
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 RUNNERS = ("threads", "dask")
-SHARED_PREFIXES = ("assets-",)
-SHARED_STAGES = ("claims",)
 NOT_RUN = "Not run"  # the state name of a stage skipped because an upstream stage failed
 
 
@@ -90,34 +86,6 @@ class _CleanFailureLogs(logging.Filter):
 
 for _name in ("prefect.flow_runs", "prefect.task_runs", "prefect.engine", "prefect.flow_engine"):
     logging.getLogger(_name).addFilter(_CleanFailureLogs())
-
-
-@dataclass(frozen=True)
-class Dag:
-    """The expanded DVC stages in topological order, each with its direct upstream stages."""
-
-    upstream: dict[str, tuple[str, ...]]
-
-    @property
-    def stages(self) -> list[str]:
-        """Stage names, upstream first."""
-        return list(self.upstream)
-
-    @property
-    def papers(self) -> list[str]:
-        """Paper ids that own at least one stage, sorted."""
-        return sorted({p for s in self.upstream if (p := paper_of(s)) is not None})
-
-    def closure(self, names: list[str]) -> list[str]:
-        """``names`` and everything upstream of them, in topological order."""
-        keep: set[str] = set()
-        todo = list(names)
-        while todo:
-            name = todo.pop()
-            if name not in keep:
-                keep.add(name)
-                todo.extend(self.upstream[name])
-        return [s for s in self.upstream if s in keep]
 
 
 @dataclass
@@ -165,29 +133,9 @@ def summary_of(state: State) -> dict[str, Any]:
     return result.summary if isinstance(result, StagesFailed) else result
 
 
-def paper_of(stage: str) -> str | None:
-    """The paper id of a ``<paper>-<step>`` stage; None for shared stages (claims, assets-*)."""
-    base = stage.split("@", 1)[0]
-    if base in SHARED_STAGES or base.startswith(SHARED_PREFIXES) or "-" not in base:
-        return None
-    return base.rsplit("-", 1)[0]
-
-
 def is_report(stage: str) -> bool:
     """Whether the stage is a paper's report stage (writes claim.json and metrics.json)."""
     return paper_of(stage) is not None and stage.rsplit("-", 1)[1] == "report"
-
-
-def load_dag(root: Path = ROOT) -> Dag:
-    """The stage graph of ``root/dvc.yaml`` from DVC's index, foreach/matrix expanded."""
-    dvcfile = Path(root).resolve() / "dvc.yaml"
-    with Repo(str(root)) as repo:
-        graph = repo.index.graph.subgraph(s for s in repo.index.graph
-                                          if isinstance(s, PipelineStage) and Path(s.path) == dvcfile)
-        # DVC's edges point from a stage to the stages it depends on.
-        order = nx.lexicographical_topological_sort(graph.reverse(), key=lambda s: s.name)
-        upstream = {s.name: tuple(sorted(u.name for u in graph.successors(s))) for s in order}
-    return Dag(upstream)
 
 
 def select(dag: Dag, papers: list[str] | None = None, stage_names: list[str] | None = None) -> list[str]:
@@ -323,7 +271,7 @@ def run_stage(root: str, stage: str) -> dict[str, Any] | State:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     start = time.time()
     lines: list[str] = []
-    with subprocess.Popen([str(BIN / "dvc"), "--wait-for-lock", "repro", "--single-item", stage], cwd=root,
+    with subprocess.Popen(dvc_stage_command(stage), cwd=root,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
         for line in proc.stdout:
             lines.append(line.rstrip())

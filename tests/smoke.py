@@ -2,10 +2,11 @@
 
 ``smoke_repo`` copies the repository (the files git tracks or would track, without
 ``reports/`` and ``dvc.lock``) into a temporary folder, sets ``profile: smoke``, and runs
-``dvc repro`` there once. Paper step tests read its outputs through the same tables the
-DAG is generated from (no hand-wired paths), and call a step's ``run`` directly when they
-need a corrupted input or a changed param (writing only under their own ``tmp_path``).
-Tests must not change the shared copy; the pipeline tests that edit params restore them.
+the DAG there once (``stages/repro.py``: DVC's stages, one per CPU at once). Paper step tests
+read its outputs through the same tables the DAG is generated from (no hand-wired paths), and
+call a step's ``run`` directly when they need a corrupted input or a changed param (writing
+only under their own ``tmp_path``). Tests must not change the shared copy; the pipeline tests
+that edit params restore them.
 """
 
 from __future__ import annotations
@@ -53,8 +54,20 @@ def network_free_prefix() -> tuple[str, ...]:
     return ()
 
 
+def smoke_jobs() -> int:
+    """Stages the smoke DAG runs at once: one per CPU, each stage at one thread."""
+    return max(1, os.cpu_count() or 1)
+
+
+def repro_command(*targets: str, no_run_cache: bool = False) -> list[str]:
+    """``dvc repro`` of ``targets`` (all if none) with a stage per CPU at once (stages/repro.py)."""
+    return [*network_free_prefix(), sys.executable, "-m", "stages.repro", "--jobs", str(smoke_jobs()),
+            *(["--no-run-cache"] if no_run_cache else []), *targets]
+
+
 def copy_repo(dest: Path, profile: str = "smoke") -> Path:
-    """A git repository at ``dest`` holding this checkout's sources at ``profile`` (no results)."""
+    """A git repository at ``dest`` holding this checkout's sources at ``profile`` (no results), each
+    stage at one thread (stages run side by side, one per CPU)."""
     files = run_cmd(["git", "ls-files", "--cached", "--others", "--exclude-standard"], ROOT).stdout.split()
     for rel in files:
         src = ROOT / rel
@@ -63,6 +76,7 @@ def copy_repo(dest: Path, profile: str = "smoke") -> Path:
             shutil.copy2(src, dest / rel)
     params = yaml.safe_load((dest / "params.yaml").read_text())
     params["profile"] = profile
+    params["threads"] = 1
     (dest / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
     run_cmd(["git", "init", "-q"], dest)
@@ -132,6 +146,5 @@ def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     if reuse:  # iterating on tests: a workspace an earlier session left (--basetemp), not rerun
         return SmokeRepo(root=Path(reuse).resolve())
     root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
-    prefix = network_free_prefix()
-    run_cmd([*prefix, sys.executable, "-m", "dvc", "repro", *repro_targets(request.session)], root)
-    return SmokeRepo(root=root, network_free=bool(prefix))
+    run_cmd(repro_command(*repro_targets(request.session)), root)
+    return SmokeRepo(root=root, network_free=bool(network_free_prefix()))

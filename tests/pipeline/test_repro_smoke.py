@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from stages.core.config import load_global
-from tests.smoke import network_free_prefix, run_cmd
+from tests.smoke import network_free_prefix, repro_command, run_cmd
 
 
 def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> None:
@@ -115,7 +115,7 @@ def test_a_second_smoke_run_reproduces_every_output_bit_for_bit(smoke_repo, tmp_
     for paper in papers:
         for kind in ("data", "models"):
             shutil.rmtree(again / kind / paper, ignore_errors=True)
-    out = run_cmd([*network_free_prefix(), sys.executable, "-m", "dvc", "repro", "--no-run-cache"], again).stdout
+    out = run_cmd(repro_command(no_run_cache=True), again).stdout
     assert "Running stage 'assets-" not in out
     first, second = _out_hashes(smoke_repo.root), _out_hashes(again)
     results = {p for p in first if p.startswith(tuple(f"{k}/{paper}/" for k in ("data", "models", "reports")
