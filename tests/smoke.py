@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -139,12 +140,16 @@ def repro_targets(session: pytest.Session) -> list[str]:
 
 
 @pytest.fixture(scope="session")
-def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> SmokeRepo:
+def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+               record_testsuite_property: Any) -> SmokeRepo:
     """The DAG at the smoke profile (the part the session's tests need), run once per session,
-    without network where the machine allows it (so every test also proves the DAG is offline)."""
+    without network where the machine allows it (so every test also proves the DAG is offline).
+    Its wall time goes into the JUnit XML as the suite property ``smoke_dag_seconds``."""
     reuse = os.environ.get("SMOKE_REPO")
     if reuse:  # iterating on tests: a workspace an earlier session left (--basetemp), not rerun
         return SmokeRepo(root=Path(reuse).resolve())
     root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
+    start = time.perf_counter()
     run_cmd(repro_command(*repro_targets(request.session)), root)
+    record_testsuite_property("smoke_dag_seconds", round(time.perf_counter() - start, 1))
     return SmokeRepo(root=root, network_free=bool(network_free_prefix()))
