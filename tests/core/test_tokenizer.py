@@ -82,8 +82,8 @@ def test_a_truncated_or_missing_tokenizer_file_is_refused_naming_it(tmp_path):
     path = tmp_path / "tok.json"
     train_tokenizer(TEXTS, vocab_size=300).save(path)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    with pytest.raises(InputError, match="tok.json: not a readable tokenizer file") as info:
+    with pytest.raises(InputError, match=r"tok\.json: not a readable tokenizer file") as info:
         load_tokenizer(path)
     assert "\n" not in str(info.value)
-    with pytest.raises(InputError, match="absent.json: missing"):
+    with pytest.raises(InputError, match=r"absent\.json: missing"):
         load_tokenizer(tmp_path / "absent.json")
