@@ -183,18 +183,30 @@ def write_parquet(df: Any, path: Path | str) -> None:
         df.to_parquet(tmp, index=False, engine="pyarrow")
 
 
-def read_parquet(path: Path | str) -> Any:
-    """Read a Parquet table into pandas; :class:`InputError` naming the path if it is missing or corrupt."""
+def read_parquet(path: Path | str, columns: Iterable[str] | None = None) -> Any:
+    """Read a Parquet table into pandas; :class:`InputError` naming the path if it is missing or corrupt.
+
+    ``columns``: the columns the caller reads. A table that lacks any of them is refused with
+    :class:`InputError` naming the path and the missing columns; the whole table is returned either way.
+    """
     import pandas as pd
     import pyarrow as pa
+    import pyarrow.parquet as pq
 
     path = Path(path)
     _check_input(path, "a Parquet table")
+    wanted = [] if columns is None else list(columns)
     try:
-        return pd.read_parquet(path, engine="pyarrow")
+        present = pq.read_schema(path).names if wanted else []
+        df = pd.read_parquet(path, engine="pyarrow")
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"{path}: not a readable Parquet table (truncated or corrupt): "
                          f"{_first_line(err)}") from None
+    missing = [c for c in wanted if c not in present]
+    if missing:
+        raise InputError(f"{path}: missing column(s) {', '.join(map(repr, missing))} "
+                         f"(the table has {', '.join(map(repr, present))})")
+    return df
 
 
 def _first_line(err: BaseException) -> str:
@@ -227,18 +239,30 @@ def canonical_safetensors(data: bytes) -> bytes:
     return data[:8] + text + b" " * (n - len(text)) + data[8 + n:]
 
 
-def load_safetensors(path: Path | str) -> dict[str, Any]:
-    """Load a safetensors file into torch tensors; :class:`InputError` naming the path if missing or corrupt."""
+def load_safetensors(path: Path | str, *, allow_non_finite: bool = False) -> dict[str, Any]:
+    """Load a safetensors file into torch tensors; :class:`InputError` naming the path if missing or corrupt.
+
+    A floating tensor holding NaN or inf is refused with :class:`NonFiniteError` naming the path and
+    the tensor's key (weights of a diverged run must not reach results). ``allow_non_finite=True``
+    skips that check, for a caller whose file may legitimately hold them (say why at the call site).
+    """
+    import torch
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     path = Path(path)
     _check_input(path, "a safetensors file")
     try:
-        return load_file(str(path))
+        tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as err:
         raise InputError(f"{path}: not a readable safetensors file (truncated or corrupt): "
                          f"{_first_line(err)}") from None
+    if not allow_non_finite:
+        for key in sorted(tensors):
+            t = tensors[key]
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise NonFiniteError(f"{path}: tensor '{key}' holds non-finite values (NaN or inf); refused")
+    return tensors
 
 
 def save_torch(obj: Any, path: Path | str) -> None:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from stages.core.io import write_text
+from stages.core.io import InputError, write_text
 
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 BASE_SPECIALS: tuple[str, ...] = (PAD, BOS, EOS, UNK)
@@ -84,10 +84,18 @@ class SmallTokenizer:
 
     @classmethod
     def load(cls, path: Path | str) -> SmallTokenizer:
-        """Read a tokenizer saved with :meth:`save`."""
+        """Read a tokenizer saved with :meth:`save`; :class:`InputError` naming the path if it is
+        missing or not a tokenizer file (the library's own error does not name the file)."""
         from tokenizers import Tokenizer
 
-        return cls(Tokenizer.from_file(str(path)))
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"{path}: missing (a tokenizer JSON file expected)")
+        try:
+            return cls(Tokenizer.from_file(str(path)))
+        except Exception as err:  # the tokenizers library raises a bare Exception on a bad file
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise InputError(f"{path}: not a readable tokenizer file (truncated or corrupt): {first}") from None
 
     def save(self, path: Path | str) -> None:
         """Write the tokenizer as one JSON file, atomically."""

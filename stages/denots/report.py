@@ -172,9 +172,11 @@ def metrics_summary(results: pd.DataFrame) -> dict[str, Any]:
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
-    results = read_parquet(paths.results)
+    results = read_parquet(paths.results, columns=["run_id", "dataset", "model", "field", "horizon", "rtol",
+                                                   "seed_index", "group", "n_params", "train_steps", "val_score",
+                                                   "test_score", "test_nfe", "diverged", "reason"])
     ev = read_json(paths.evaluation)
-    log = read_parquet(paths.train_log)
+    log = read_parquet(paths.train_log, columns=["run_id", "step", "loss"])
     timings = read_timings(paths.timings, TIMED_STEPS)
     headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
     claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,

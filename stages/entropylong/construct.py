@@ -51,8 +51,10 @@ def variant_contexts(doc_id: str, candidates: pd.DataFrame, kept: pd.DataFrame, 
 
 def run(cfg: ConstructConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train the tokenizer on train documents + pool; build and validate every sequence; assert equal tokens."""
-    docs, positions, cands, kept = (read_parquet(p) for p in (paths.documents, paths.positions, paths.candidates,
-                                                              paths.kept))
+    docs = read_parquet(paths.documents, columns=["doc_id", "article_id", "title", "split", "text"])
+    positions = read_parquet(paths.positions, columns=["doc_id", "pos", "main"])
+    cands = read_parquet(paths.candidates, columns=["doc_id", "pos", "rank", "chunk_id"])
+    kept = read_parquet(paths.kept, columns=["doc_id", "pos", "rank", "chunk_id"])
     chunks = load_retrieval_index(paths.index).chunks
     train_docs, held_docs = docs[docs.split == "train"], docs[docs.split == "heldout"]
     tok = SmallTokenizer.train([*chunks.text, *train_docs.text], cfg.vocab_size, kind=cfg.tokenizer_kind)

@@ -67,7 +67,8 @@ def ruler_items(cfg: EvaluateInputs, tok: SmallTokenizer, texts: list[str], seed
 def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Score every (variant, seed) model; per-seed differences of the primary metric for the verdict."""
     tok = SmallTokenizer.load(paths.tokenizer)
-    docs, heldout = read_parquet(paths.documents), read_parquet(paths.heldout)
+    docs = read_parquet(paths.documents, columns=["split", "text"])
+    heldout = read_parquet(paths.heldout, columns=["doc_id", "condition", "tokens", "n_tokens", "doc_start"])
     manifest = read_json(Path(paths.models) / "manifest.json")
     spec = ModelSpec.model_validate(manifest["model"])
     items = ruler_items(cfg, tok, docs[docs.split == "heldout"].text.tolist(), ctx.seed)

@@ -233,11 +233,16 @@ def plot_ruler(ev: dict[str, Any], path: Path) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict (with the power gate) and write the report."""
     ev = read_json(paths.evaluation)
-    docs, tent, positions, cands, ver = (read_parquet(p) for p in (paths.documents, paths.token_entropy,
-                                                                   paths.positions, paths.candidates,
-                                                                   paths.verification))
-    seqs = read_parquet(paths.sequences)[["variant", "n_tokens", "n_contexts", "doc_start"]]
-    log = read_parquet(paths.train_log)
+    docs = read_parquet(paths.documents, columns=["doc_id", "source", "title", "split", "n_tokens"])
+    tent = read_parquet(paths.token_entropy, columns=["doc_id", "pos", "z"])
+    positions = read_parquet(paths.positions, columns=["doc_id", "pos", "main", "rel_pos", "target", "query"])
+    cands = read_parquet(paths.candidates, columns=["doc_id", "pos", "rank", "chunk_id", "text", "n_excluded"])
+    ver = read_parquet(paths.verification, columns=["doc_id", "chunk_id", "pos", "retrieved_for", "score", "z",
+                                                    "main", "rel_pos", "h", "h_ctx", "delta_i", "title",
+                                                    "title_in_doc", "shared_entities", "target_in_context"])
+    seq_columns = ["variant", "n_tokens", "n_contexts", "doc_start"]
+    seqs = read_parquet(paths.sequences, columns=seq_columns)[seq_columns]
+    log = read_parquet(paths.train_log, columns=["variant", "seed_index", "step", "loss"])
     pool = read_json(Path(paths.index) / "manifest.json")["details"]
     timings = read_timings(paths.timings, TIMED_STEPS)
     ent_cfg, ver_cfg = cfg.entropy, cfg.verify

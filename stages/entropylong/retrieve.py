@@ -53,7 +53,8 @@ def retrieve(queries: pd.DataFrame, docs: pd.DataFrame, embeddings: np.ndarray, 
 
 def run(cfg: RetrieveConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Embed every query with the index's encoder, search, filter, validate, write."""
-    docs, positions = read_parquet(paths.documents), read_parquet(paths.positions)
+    docs = read_parquet(paths.documents, columns=["doc_id", "article_id", "title", "text"])
+    positions = read_parquet(paths.positions, columns=["doc_id", "pos", "query"])
     index = load_retrieval_index(paths.index)
     if not index.chunks.chunk_id.tolist() == list(range(len(index.chunks))):
         raise ValueError("the index's chunk table must be ordered by chunk_id (row i = vector i)")

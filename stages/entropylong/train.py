@@ -36,7 +36,7 @@ def init_seed(seed: int, s: int) -> int:
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every (variant, seed) on exactly the same number of tokens; write weights and loss curves."""
     tok = SmallTokenizer.load(paths.tokenizer)
-    seqs = read_parquet(paths.sequences)
+    seqs = read_parquet(paths.sequences, columns=["variant", "doc_id", "copy", "tokens", "n_tokens"])
     logs = []
     with atomic_dir(paths.models) as folder:
         for variant in cfg.variants:

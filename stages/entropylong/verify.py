@@ -88,7 +88,9 @@ def verification_table(jobs: list[Job], h_ctx: list[Any], positions: pd.DataFram
 def run(cfg: VerifyConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """One forward pass per (document, candidate); ΔI at every selected position; the kept set at ε."""
     v = cfg
-    docs, positions, cands = (read_parquet(p) for p in (paths.documents, paths.positions, paths.candidates))
+    docs = read_parquet(paths.documents, columns=["doc_id", "token_ids", "text"])
+    positions = read_parquet(paths.positions, columns=["doc_id", "pos", "entropy", "z", "main", "rel_pos", "target"])
+    cands = read_parquet(paths.candidates, columns=["doc_id", "pos", "rank", "chunk_id", "title", "score", "text"])
     model, tokenizer = load_causal_lm(paths.entropy_model)
     jobs = verification_jobs(docs, positions, cands, tokenizer, v.max_context_tokens, v.separator)
     h_ctx = entropies_at_positions(model, [j.tokens for j in jobs], [[p + j.offset for p in j.positions]

@@ -123,12 +123,14 @@ def plot_lm(summary: pd.DataFrame, effects: pd.DataFrame, path: Path) -> None:
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the gated verdict and write the report."""
-    toy = read_parquet(paths.toy_results)
-    curves = read_parquet(paths.toy_curves)
-    competence = read_parquet(paths.competence)
-    summary = read_parquet(paths.patch_prompts)
-    effects = read_parquet(paths.patch_effects)
-    fit_curves = read_parquet(paths.fit_curves)
+    toy = read_parquet(paths.toy_results, columns=["seed", "method", "ari", "energy_concentration",
+                                                   "dimension_purity", "sizes"])
+    curves = read_parquet(paths.toy_curves, columns=["seed", "step", "loss"])
+    competence = read_parquet(paths.competence, columns=["task", "clean_ld", "kept"])
+    summary = read_parquet(paths.patch_prompts, columns=["seed", "method", "task", "clean_ld", "full_patch_ld",
+                                                         "gini"])
+    effects = read_parquet(paths.patch_effects, columns=["seed", "method", "subspace", "effect"])
+    fit_curves = read_parquet(paths.fit_curves, columns=["seed", "step", "loss"])
     sub = load_safetensors(paths.subspaces)
     timings = read_timings(paths.timings, TIMED_STEPS)
     per_seed = per_seed_metrics(toy, summary, competence)

@@ -133,9 +133,9 @@ def plot_training(log: pd.DataFrame, path: Path) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the (control-gated) verdict and write the report."""
     ev = read_json(paths.evaluation)
-    links = read_parquet(paths.hyperlinks)
-    samples = read_parquet(paths.samples)
-    log = read_parquet(paths.train_log)
+    links = read_parquet(paths.hyperlinks, columns=["dataset", "split", "size", *ATTRIBUTES])
+    samples = read_parquet(paths.samples, columns=["dataset", "method", "size", *ATTRIBUTES])
+    log = read_parquet(paths.train_log, columns=["dataset", "seed_index", "model", "step", "loss"])
     rows = pd.DataFrame(ev["rows"]).astype({c: float for c in COLUMNS})
     timings = read_timings(paths.timings, TIMED_STEPS)
     claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile, timings=timings)

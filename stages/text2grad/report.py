@@ -122,9 +122,10 @@ def above_start(final: dict[str, dict[str, list[float]]], start: float) -> list[
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed final scores and write the report."""
-    curves = read_parquet(paths.curves)
+    curves = read_parquet(paths.curves, columns=["scheme", "seed", "step", "rouge_l", "fact_f1", "kl", "length"])
     rm = read_json(paths.rm_evaluation)
-    examples = read_parquet(paths.rm_examples)
+    examples = read_parquet(paths.rm_examples, columns=["model", "id", "source", "output", "critique", "gold_scores",
+                                                        "predicted_critique", "predicted_scores"])
     timings = read_timings(paths.timings, TIMED_STEPS)
     final, seeds = summarise(curves, cfg.target_rouge)
     per_seed = verdict_metrics(final)

@@ -153,3 +153,39 @@ def test_sweep_temp_removes_only_the_writers_temporaries(tmp_path):
     assert [p.name for p in sweep_temp([out])] == [".model.safetensors.ab_12cd9.tmp", ".model.safetensors.x.tmp"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in keep)
     assert sweep_temp([tmp_path / "absent" / "x.json"]) == []
+
+
+def test_read_parquet_refuses_a_table_without_the_columns_the_caller_reads(tmp_path):
+    from stages.core.io import InputError
+
+    df = pd.DataFrame({"a": [1, 2], "b": ["x", "y"], "c": [0.5, 1.5]})
+    write_parquet(df, tmp_path / "t.parquet")
+    pd.testing.assert_frame_equal(read_parquet(tmp_path / "t.parquet", columns=["c", "a"]), df)  # the whole table
+    pd.testing.assert_frame_equal(read_parquet(tmp_path / "t.parquet", columns=[]), df)
+    with pytest.raises(InputError) as info:
+        read_parquet(tmp_path / "t.parquet", columns=["a", "d", "b", "e"])
+    message = str(info.value)
+    assert message.startswith(f"{tmp_path / 't.parquet'}: missing column(s) 'd', 'e'") and "\n" not in message
+    _truncated(tmp_path / "t.parquet", lambda n: n // 2)
+    with pytest.raises(InputError, match="not a readable Parquet table"):
+        read_parquet(tmp_path / "t.parquet", columns=["a"])
+
+
+def test_load_safetensors_refuses_non_finite_floats_naming_file_and_key(tmp_path):
+    import torch
+
+    from stages.core.io import NonFiniteError, load_safetensors, save_safetensors
+
+    good = {"w": torch.randn(3, 2), "b": torch.zeros(2, dtype=torch.float16), "ids": torch.arange(4)}
+    save_safetensors(good, tmp_path / "good.safetensors")
+    loaded = load_safetensors(tmp_path / "good.safetensors")
+    assert loaded.keys() == good.keys() and all(torch.equal(loaded[k], v) for k, v in good.items())
+    for value in (float("nan"), float("inf"), float("-inf")):
+        bad = {"a.ok": torch.ones(3), "layer.weight": torch.tensor([[1.0, value], [0.0, 2.0]]),
+               "ids": torch.arange(2)}
+        save_safetensors(bad, tmp_path / "bad.safetensors")
+        with pytest.raises(NonFiniteError) as info:
+            load_safetensors(tmp_path / "bad.safetensors")
+        assert str(info.value).startswith(f"{tmp_path / 'bad.safetensors'}: tensor 'layer.weight' holds non-finite")
+    opted_out = load_safetensors(tmp_path / "bad.safetensors", allow_non_finite=True)
+    assert torch.isneginf(opted_out["layer.weight"][0, 1])

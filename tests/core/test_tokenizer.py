@@ -74,3 +74,16 @@ def test_bad_arguments_refused():
         train_tokenizer([], vocab_size=300)
     with pytest.raises(ValueError, match="kind"):
         SmallTokenizer.train(TEXTS, vocab_size=300, kind="word")  # type: ignore[arg-type]
+
+
+def test_a_truncated_or_missing_tokenizer_file_is_refused_naming_it(tmp_path):
+    from stages.core.io import InputError
+
+    path = tmp_path / "tok.json"
+    train_tokenizer(TEXTS, vocab_size=300).save(path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(InputError, match=r"tok\.json: not a readable tokenizer file") as info:
+        load_tokenizer(path)
+    assert "\n" not in str(info.value)
+    with pytest.raises(InputError, match=r"absent\.json: missing"):
+        load_tokenizer(tmp_path / "absent.json")
