@@ -80,8 +80,6 @@ KNOWN_GAPS = {
         "espo-report.warmstart_log",  # declared, never read
     },
     "dropped_column": {
-        # the dropped first column is one the stage does not read (doc_id; prompt_id), so it runs correctly
-        "entropylong-evaluate.documents", "ndm-report.competence",
         "espo-evaluate.rl_log", "espo-report.rl_log", "espo-report.warmstart_log",
         "matrix_denoising-report.instances", "matrix_denoising-report.theory",
         "matrix_denoising-report.trajectories", "mtd_mirror_descent-evaluate.pi",
@@ -94,6 +92,11 @@ KNOWN_GAPS = {
 }
 
 
+# inputs whose first column the stage does not read (doc_id; prompt_id): without it the stage is right
+# to run, so dropping that column tests nothing
+FIRST_COLUMN_UNUSED = {"entropylong-evaluate.documents", "ndm-report.competence"}
+
+
 def _cases(kind: str) -> list[Any]:
     """(stage, field) pairs where ``kind`` applies, judged from the committed pipeline: every declared
     data input (the kind is checked again on the smoke outputs, which a test skips when absent)."""
@@ -101,6 +104,8 @@ def _cases(kind: str) -> list[Any]:
     for stage, field in _declared():
         marks = ([pytest.mark.xfail(run=False, reason="known gap, see KNOWN_GAPS")]
                  if f"{stage}.{field}" in KNOWN_GAPS[kind] else [])
+        if kind == "dropped_column" and f"{stage}.{field}" in FIRST_COLUMN_UNUSED:
+            marks = [pytest.mark.skip(reason="the stage does not read the first column")]
         cases.append(pytest.param(stage, field, marks=marks, id=f"{stage}.{field}"))
     return cases
 
