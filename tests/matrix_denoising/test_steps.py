@@ -31,14 +31,32 @@ def test_report_writes_claim_metrics_and_plots(smoke_repo):
     claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke" and claim.wall_time_s > 0
     metrics = read_json(paths.metrics)
-    assert set(metrics["per_seed"]) >= {"max_trajectory_gap", "limit_error", "stall_slowdown"}
+    assert set(metrics["per_seed"]) >= {"max_trajectory_gap", "limit_error", "stall_slowdown", "fss_exponent",
+                                        "stall_peak_offset", "stall_peak_contrast", "transition_location_error"}
     assert all(len(v) == 2 for v in metrics["per_seed"].values())
-    assert {p.name for p in paths.plots.iterdir()} == {"trajectories.png", "limits_vs_lambda.png", "stall.png"}
+    assert {p.name for p in paths.plots.iterdir()} == {"trajectories.png", "limits_vs_lambda.png", "stall.png",
+                                                       "finite_size_scaling.png", "ratio_scan.png", "transition.png"}
     text = paths.report.read_text()
     assert f"**Verdict: {claim.verdict}**" in text and "![trajectories](plots/trajectories.png)" in text
     # counts in the prose come from the run, not from the default profile
     cfg = smoke_repo.config(f"{PAPER}-data")
     assert f"p = {cfg.p}, n = {cfg.n}" in text and f"{cfg.n_seeds} seeds per λ" in text
+    flows = smoke_repo.config(f"{PAPER}-flow_studies")
+    assert f"n ∈ {flows.fss_sizes}" in text and "## Rule history" in text
+
+
+def test_flow_studies_tables_cover_their_grids(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-flow_studies")
+    cfg = smoke_repo.config(f"{PAPER}-flow_studies")
+    scaling, scan, transition = (read_parquet(paths.scaling), read_parquet(paths.scan),
+                                 read_parquet(paths.transition))
+    assert sorted(scaling.n.unique()) == cfg.fss_sizes
+    assert len(scaling) == len(cfg.fss_sizes) * len(cfg.fss_lambdas) * cfg.n_seeds * len(cfg.fss_inits) * len(
+        cfg.fss_times)
+    assert sorted(scan.ratio.unique()) == cfg.scan_ratios
+    start = scan[scan.t == 0]
+    pd.testing.assert_series_equal(start.q_u, start.alpha_u, check_names=False, atol=1e-12)
+    assert len(transition) == len(cfg.transition_lambdas) * cfg.n_seeds * cfg.transition_repeats
 
 
 def test_corrupt_instances_fail_validation_naming_the_column(smoke_repo, tmp_path):
