@@ -244,6 +244,8 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     gaps = scaling_gaps(scaling, cfg.theory_nodes)
     wrong = scaling_gaps(scaling, cfg.theory_nodes, lam_factor=1.0 + cfg.wrong_theory_shift)
     per_seed["fss_exponent"] = seed_exponents(gaps)
+    # |exponent − (−½)|: the check is two-sided in one number, so it can fail on every seed
+    per_seed["fss_exponent_deviation"] = [abs(e + 0.5) for e in per_seed["fss_exponent"]]
     per_seed["fss_exponent_wrong_theory"] = seed_exponents(wrong)
     largest = gaps[gaps.n == gaps.n.max()]
     per_seed["fss_gap_largest_n"] = largest.groupby("seed_index").gap.mean().tolist()

@@ -32,7 +32,8 @@ def test_report_writes_claim_metrics_and_plots(smoke_repo):
     assert claim.verdict in VERDICTS and claim.profile == "smoke" and claim.wall_time_s > 0
     metrics = read_json(paths.metrics)
     assert set(metrics["per_seed"]) >= {"max_trajectory_gap", "limit_error", "stall_slowdown", "fss_exponent",
-                                        "stall_peak_offset", "stall_peak_contrast", "transition_location_error"}
+                                        "fss_exponent_deviation", "stall_peak_offset", "stall_peak_contrast",
+                                        "transition_location_error"}
     assert all(len(v) == 2 for v in metrics["per_seed"].values())
     assert {p.name for p in paths.plots.iterdir()} == {"trajectories.png", "limits_vs_lambda.png", "stall.png",
                                                        "finite_size_scaling.png", "ratio_scan.png", "transition.png"}
