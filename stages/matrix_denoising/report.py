@@ -184,7 +184,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  lambdas=sorted(pd.DataFrame(ev["per_lambda"]).lam.tolist()),
                  inits=sorted(instances.init.unique().tolist()),
                  per_lambda=ev["per_lambda"], stall=ev["stall"] if has_stall else None,
-                 fss=ev["fss"], fss_table=fss_table.to_dict(orient="records"),
+                 fss=ev["fss"], fss_starts=int(gaps.init.nunique()),
+                 fss_table=fss_table.to_dict(orient="records"),
                  fss_by_lambda=fss_by_lambda.to_dict(orient="records"),
                  scan_rows=scan_rows.to_dict(orient="records"), transition=ev["transition"],
                  old_gap_above_failing=sum(1 for v in above if v > 0.05), old_gap_seeds=len(above))
