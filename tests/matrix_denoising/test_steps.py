@@ -72,9 +72,9 @@ def test_corrupt_instances_fail_validation_naming_the_column(smoke_repo, tmp_pat
 
 def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_path):
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
-    del ev["per_seed"]["stall_slowdown"]
+    del ev["per_seed"]["stall_peak_offset"]
     write_json(ev, tmp_path / "ev.json")
     outs = report_outs(tmp_path)
-    with pytest.raises(KeyError, match="stall_slowdown"):
+    with pytest.raises(KeyError, match="stall_peak_offset"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
