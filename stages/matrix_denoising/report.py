@@ -156,8 +156,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     theory = read_parquet(paths.theory)
     ev = read_json(paths.evaluation)
     timings = read_timings(paths.timings, TIMED_STEPS)
-    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
-                         timings=timings)
+    # gradient descent runs ev["seeds"]; the flow studies run their own (more) seeds
+    seeds = sorted(set(ev["seeds"]) | set(ev["fss"]["seeds"]))
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=seeds, profile=ctx.profile, timings=timings)
 
     paths.plots.mkdir(parents=True, exist_ok=True)
     first_init = instances.init.iloc[0]
