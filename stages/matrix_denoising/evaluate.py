@@ -31,7 +31,13 @@ from stages.matrix_denoising.expectations import (
     transition_suite,
 )
 from stages.matrix_denoising.spiked_model import sample_spiked_matrix
-from stages.matrix_denoising.theory import bbp_overlaps, bbp_threshold, limit_overlaps, overlap_trajectories
+from stages.matrix_denoising.theory import (
+    bbp_overlaps,
+    bbp_threshold,
+    limit_overlaps,
+    overlap_trajectories,
+    stall_ratio,
+)
 
 STALL_INITS = ("stall", "stall_mirror")
 
@@ -252,6 +258,16 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     fss_c = float(scaling.p.iloc[0] / scaling.n.iloc[0])
     gaps["side"] = np.where(gaps.lam < bbp_threshold(fss_c), "below λ_c", "above λ_c")
     side_exponents = {side: seed_exponents(g) for side, g in gaps.groupby("side")}
+    # per start (a diagnostic, not in the rule): which starts carry the gap
+    starts = scaling.drop_duplicates("init").set_index("init")
+    init_rows = []
+    for init, g in gaps.groupby("init", sort=True):
+        exps = seed_exponents(g)
+        init_rows.append({"init": init, "alpha_u": float(starts.loc[init, "alpha_u"]),
+                          "alpha_v": float(starts.loc[init, "alpha_v"]),
+                          "exponent_mean": float(np.mean(exps)), "exponent_std": float(np.std(exps, ddof=1))
+                          if len(exps) > 1 else 0.0,
+                          "gap_largest_n": float(g[g.n == g.n.max()].gap.mean())})
     exp_lo, exp_hi = bootstrap_interval(np.asarray(per_seed["fss_exponent"]), ctx.seed, cfg.bootstrap_draws)
 
     stall_scan = scan_summary(scan, cfg.settle_tolerance)
@@ -274,7 +290,9 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                         "seeds": sorted(int(s) for s in gaps.seed_index.unique()),
                         "exponent_mean": float(np.mean(per_seed["fss_exponent"])),
                         "exponent_interval": [exp_lo, exp_hi],
-                        "side_exponents": side_exponents,
+                        "side_exponents": side_exponents, "init_exponents": init_rows,
+                        "stall_ratios": {f"{lam:g}": stall_ratio(lam, fss_c) for lam in sorted(gaps.lam.unique())
+                                         if lam > bbp_threshold(fss_c)},
                         "wrong_theory_shift": cfg.wrong_theory_shift,
                         "gaps": gaps.to_dict(orient="records")},
                 "scan": {"rows": stall_scan.to_dict(orient="records")},
