@@ -15,7 +15,7 @@ from stages.core.gx import validate_table
 from stages.core.io import write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, out
-from stages.matrix_denoising.config import PAPER, DataConfig, load_data
+from stages.matrix_denoising.config import PAPER, DataConfig, limit_threads, load_data
 from stages.matrix_denoising.expectations import instances_suite
 from stages.matrix_denoising.theory import bbp_threshold, stall_ratio
 
@@ -51,6 +51,7 @@ def instance_rows(cfg: DataConfig, seed: int) -> list[dict[str, Any]]:
 
 def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Build, validate and write the instance table."""
+    limit_threads(cfg.max_threads, ctx.threads)
     df = pd.DataFrame(instance_rows(cfg, ctx.seed))
     validate_table(df, "matrix_denoising.instances", instances_suite)
     write_parquet(df, paths.instances)

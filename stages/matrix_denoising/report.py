@@ -12,10 +12,10 @@ import pandas as pd
 from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
-from stages.matrix_denoising.config import PAPER, ReportInputs, load_report
+from stages.matrix_denoising.config import PAPER, ReportInputs, limit_threads, load_report
 from stages.matrix_denoising.theory import bbp_overlaps
 
-TIMED_STEPS = ("data", "train", "evaluate")
+TIMED_STEPS = ("data", "train", "flow_studies", "evaluate")
 CARD = PaperCard(
     paper=PAPER,
     title="Gradient Descent Dynamics of Rank-One Matrix Denoising (ICLR 2026, OpenReview S5oAnaIbgb)",
@@ -101,15 +101,64 @@ def plot_stall(traj: pd.DataFrame, theory: pd.DataFrame, instances: pd.DataFrame
     return True
 
 
+def plot_scaling(fss: dict[str, Any], path: Path) -> None:
+    """Finite-size scaling: mean |simulation − theory| at fixed times vs n, per seed, log–log."""
+    gaps = pd.DataFrame(fss["gaps"])
+    per = gaps.groupby(["seed_index", "n"]).gap.mean().reset_index()
+    sizes = np.array(fss["sizes"], dtype=float)
+    with figure(path, figsize=(6.4, 4.4)) as (_, ax):
+        for s, g in per.groupby("seed_index"):
+            ax.plot(g.n, g.gap, "o-", lw=1, alpha=0.7, label=f"seed {s}")
+        mean = per.groupby("n").gap.mean()
+        ax.plot(sizes, mean.iloc[0] * (sizes / sizes[0]) ** -0.5, "k--", lw=1, label="∝ n^(-1/2) (reference)")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("n (c = p/n fixed)")
+        ax.set_ylabel("mean |q − q_theory| at fixed t")
+        ax.set_title("finite-size approach to the closed-form trajectories")
+        ax.legend(fontsize=7)
+
+
+def plot_ratio_scan(scan_rows: list[dict[str, Any]], path: Path) -> None:
+    """Settle time vs r = (α_u/α_v)/(predicted stall ratio), one band per λ over seeds."""
+    rows = pd.DataFrame(scan_rows)
+    with figure(path, figsize=(6.4, 4.4)) as (_, ax):
+        for lam, g in rows.groupby("lam"):
+            ratios = np.asarray(g.ratios.iloc[0])
+            band(ax, ratios, np.stack([np.asarray(v) for v in g.settle_times]), f"λ={lam:g}")
+        ax.axvline(1.0, color="grey", ls=":", label="predicted stall ratio")
+        ax.set_xlabel("r = (α_u/α_v) / predicted stall ratio")
+        ax.set_ylabel("settle time of |⟨u*, u_t⟩|")
+        ax.set_title("initial-overlap ratio scan")
+        ax.legend(fontsize=8)
+
+
+def plot_transition(transition: dict[str, Any], path: Path) -> None:
+    """Long-time squared overlap vs λ per seed, the fitted λ̂ and the predicted c^(1/4)."""
+    curves = pd.DataFrame(transition["curves"])
+    est = pd.DataFrame(transition["per_seed"])
+    with figure(path, figsize=(6.4, 4.4)) as (_, ax):
+        for s, g in curves.groupby("seed_index"):
+            ax.plot(g.lam, g.sq, ".-", lw=0.8, alpha=0.7, label=f"seed {s}")
+        ax.axvline(transition["lambda_c"], color="k", ls=":", label="c^(1/4) (prediction)")
+        ax.axvline(float(est.lambda_hat.mean()), color="r", ls="--", lw=1, label="λ̂ (hinge fit, mean)")
+        ax.set_xlabel("SNR λ")
+        ax.set_ylabel("(q_u² + q_v²)/2 at long time")
+        ax.set_title(f"transition located from data (p = {transition['p']}, n = {transition['n']})")
+        ax.legend(fontsize=7)
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
+    limit_threads(cfg.report.max_threads, ctx.threads)
     instances = read_parquet(paths.instances)
     traj = read_parquet(paths.trajectories)
     theory = read_parquet(paths.theory)
     ev = read_json(paths.evaluation)
     timings = read_timings(paths.timings, TIMED_STEPS)
-    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
-                         timings=timings)
+    # gradient descent runs ev["seeds"]; the flow studies run their own (more) seeds
+    seeds = sorted(set(ev["seeds"]) | set(ev["fss"]["seeds"]))
+    claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=seeds, profile=ctx.profile, timings=timings)
 
     paths.plots.mkdir(parents=True, exist_ok=True)
     first_init = instances.init.iloc[0]
@@ -117,14 +166,30 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                       paths.plots / "trajectories.png")
     plot_limits(ev, paths.plots / "limits_vs_lambda.png")
     has_stall = plot_stall(traj, theory, instances, paths.plots / "stall.png")
+    plot_scaling(ev["fss"], paths.plots / "finite_size_scaling.png")
+    plot_ratio_scan(ev["scan"]["rows"], paths.plots / "ratio_scan.png")
+    plot_transition(ev["transition"], paths.plots / "transition.png")
 
     metrics = {"per_seed": ev["per_seed"], "mean": {k: float(np.nanmean(v)) for k, v in ev["per_seed"].items()},
-               "verdict": claim.verdict, "c": ev["c"], "lambda_c": ev["lambda_c"]}
+               "verdict": claim.verdict, "c": ev["c"], "lambda_c": ev["lambda_c"],
+               "fss_exponent_interval": ev["fss"]["exponent_interval"]}
+    gaps = pd.DataFrame(ev["fss"]["gaps"])
+    fss_table = (gaps.groupby(["n", "seed_index"]).gap.mean().reset_index().groupby("n").gap
+                 .agg(["mean", "std"]).reset_index().rename(columns={"mean": "gap_mean", "std": "gap_std"}))
+    fss_by_lambda = gaps.pivot_table(index="lam", columns="n", values="gap", aggfunc="mean").reset_index()
+    fss_by_lambda.columns = [str(c) if c == "lam" else f"n={c}" for c in fss_by_lambda.columns]
+    scan_rows = pd.DataFrame(ev["scan"]["rows"]).drop(columns=["settle_times", "ratios"])
+    above = ev["per_seed"]["max_trajectory_gap_above"]
     first = instances.iloc[0]
     write_report(paths, claim, metrics, timings, ev=ev, p=int(first.p), n=int(first.n),
                  lambdas=sorted(pd.DataFrame(ev["per_lambda"]).lam.tolist()),
                  inits=sorted(instances.init.unique().tolist()),
-                 per_lambda=ev["per_lambda"], stall=ev["stall"] if has_stall else None)
+                 per_lambda=ev["per_lambda"], stall=ev["stall"] if has_stall else None,
+                 fss=ev["fss"], fss_starts=int(gaps.init.nunique()),
+                 fss_table=fss_table.to_dict(orient="records"),
+                 fss_by_lambda=fss_by_lambda.to_dict(orient="records"),
+                 scan_rows=scan_rows.to_dict(orient="records"), transition=ev["transition"],
+                 old_gap_above_failing=sum(1 for v in above if v > 0.05), old_gap_seeds=len(above))
     return {"verdict": claim.verdict}
 
 

@@ -13,7 +13,7 @@ from tqdm import tqdm
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
 from stages.core.stage import StageContext, Step, inp, out
-from stages.matrix_denoising.config import PAPER, TrainConfig, load_train
+from stages.matrix_denoising.config import PAPER, TrainConfig, limit_threads, load_train
 from stages.matrix_denoising.dynamics import overlap_trajectories_rgd
 from stages.matrix_denoising.expectations import instances_suite, trajectories_suite
 from stages.matrix_denoising.spiked_model import initial_vectors, sample_spiked_matrix
@@ -42,6 +42,7 @@ def simulate_instance(group: pd.DataFrame, cfg: TrainConfig) -> pd.DataFrame:
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Simulate every instance; the table has one row per (instance, init, recorded t)."""
+    limit_threads(cfg.max_threads, ctx.threads)
     instances = read_parquet(paths.instances)
     validate_table(instances, "matrix_denoising.instances", instances_suite)
     groups = list(instances.groupby("instance", sort=True))

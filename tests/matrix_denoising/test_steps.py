@@ -31,14 +31,33 @@ def test_report_writes_claim_metrics_and_plots(smoke_repo):
     claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke" and claim.wall_time_s > 0
     metrics = read_json(paths.metrics)
-    assert set(metrics["per_seed"]) >= {"max_trajectory_gap", "limit_error", "stall_slowdown"}
+    assert set(metrics["per_seed"]) >= {"max_trajectory_gap", "limit_error", "stall_slowdown", "fss_exponent",
+                                        "fss_exponent_deviation", "stall_peak_offset", "stall_peak_contrast",
+                                        "transition_location_error"}
     assert all(len(v) == 2 for v in metrics["per_seed"].values())
-    assert {p.name for p in paths.plots.iterdir()} == {"trajectories.png", "limits_vs_lambda.png", "stall.png"}
+    assert {p.name for p in paths.plots.iterdir()} == {"trajectories.png", "limits_vs_lambda.png", "stall.png",
+                                                       "finite_size_scaling.png", "ratio_scan.png", "transition.png"}
     text = paths.report.read_text()
     assert f"**Verdict: {claim.verdict}**" in text and "![trajectories](plots/trajectories.png)" in text
     # counts in the prose come from the run, not from the default profile
     cfg = smoke_repo.config(f"{PAPER}-data")
     assert f"p = {cfg.p}, n = {cfg.n}" in text and f"{cfg.n_seeds} seeds per λ" in text
+    flows = smoke_repo.config(f"{PAPER}-flow_studies")
+    assert f"n ∈ {flows.fss_sizes}" in text and "## Rule history" in text
+
+
+def test_flow_studies_tables_cover_their_grids(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-flow_studies")
+    cfg = smoke_repo.config(f"{PAPER}-flow_studies")
+    scaling, scan, transition = (read_parquet(paths.scaling), read_parquet(paths.scan),
+                                 read_parquet(paths.transition))
+    assert sorted(scaling.n.unique()) == cfg.fss_sizes
+    assert len(scaling) == len(cfg.fss_sizes) * len(cfg.fss_lambdas) * cfg.n_seeds * len(cfg.fss_inits) * len(
+        cfg.fss_times)
+    assert sorted(scan.ratio.unique()) == cfg.scan_ratios
+    start = scan[scan.t == 0]
+    pd.testing.assert_series_equal(start.q_u, start.alpha_u, check_names=False, atol=1e-12)
+    assert len(transition) == len(cfg.transition_lambdas) * cfg.n_seeds * cfg.transition_repeats
 
 
 def test_corrupt_instances_fail_validation_naming_the_column(smoke_repo, tmp_path):
@@ -53,9 +72,9 @@ def test_corrupt_instances_fail_validation_naming_the_column(smoke_repo, tmp_pat
 
 def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_path):
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
-    del ev["per_seed"]["stall_slowdown"]
+    del ev["per_seed"]["stall_peak_offset"]
     write_json(ev, tmp_path / "ev.json")
     outs = report_outs(tmp_path)
-    with pytest.raises(KeyError, match="stall_slowdown"):
+    with pytest.raises(KeyError, match="stall_peak_offset"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
