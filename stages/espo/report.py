@@ -31,7 +31,7 @@ CARD = PaperCard(
 MAIN = ("d1", "token_elbo", "espo")
 ABLATIONS = ("espo_k1", "espo_k3", "espo_no_len_norm")
 DIAGNOSTICS = {"clip_fraction": "clip fraction", "log_ratio_std": "log-ratio spread (std)",
-               "log_ratio_max": "max |log ratio|", "kl": "KL (k2, per token)"}
+               "log_ratio_max": "max abs log-ratio", "kl": "KL (k2, per token)"}
 GATE_TEXT = ("Positive controls ({gates}): unless each holds on every seed the verdict is inconclusive and the "
              "claim checks are reported as unclear; once they hold, the other checks alone decide the verdict by "
              "the rule above")
