@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
@@ -155,10 +155,17 @@ class EvaluateConfig(Section):
     max_threads: MaxThreads  # tiny matmuls: a second thread only adds synchronisation cost
 
 
+class ReportConfig(Section):
+    """Positive controls: verdict checks that must hold on every seed before the claim checks count."""
+
+    gates: list[str] = Field(min_length=1)
+
+
 class ReportInputs(Section):
-    """The report step reads the verdict rule, and the data and RL settings its prose states."""
+    """The report step reads the verdict rule and its gates, and the data and RL settings its prose states."""
 
     verdict: VerdictRule
+    report: ReportConfig
     data: DataConfig
     rl: RLConfig
     paper_rl: RLConfig  # ``espo.rl`` at the `paper` profile, the scale the report points to
@@ -185,6 +192,11 @@ def load_evaluate(params: Path) -> EvaluateConfig:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``espo.verdict``, ``espo.data`` and ``espo.rl`` (also at the `paper` profile)."""
-    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params), data=load_data(params),
+    """``espo.verdict``, ``espo.report``, ``espo.data`` and ``espo.rl`` (also at the `paper` profile)."""
+    rule = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    report = load_section(ReportConfig, f"{PAPER}.report", params)
+    unknown = set(report.gates) - {c.metric for c in rule.checks}
+    if unknown:
+        raise ConfigError(f"{PAPER}.report.gates names metrics the verdict block does not check: {sorted(unknown)}")
+    return ReportInputs(verdict=rule, report=report, data=load_data(params),
                         rl=load_rl(params), paper_rl=load_section(RLConfig, f"{PAPER}.rl", params, profile="paper"))

@@ -39,7 +39,7 @@ def countdown_suite(n_rows: int, max_number: int, max_target: int) -> list[Any]:
 
 
 def rl_log_suite(n_rows: int) -> list[Any]:
-    """``rl_log``: one row per (run, iteration) with a mean reward in [0, 1]."""
+    """``rl_log``: one row per (run, iteration): mean reward in [0, 1], clip fractions in [0, 1], ratio spread ≥ 0."""
     import great_expectations.expectations as gxe
 
     return [
@@ -47,5 +47,9 @@ def rl_log_suite(n_rows: int) -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="reward", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="iteration", min_value=1),
         gxe.ExpectColumnValuesToNotBeNull(column="loss"),
+        gxe.ExpectColumnValuesToBeBetween(column="clip_fraction", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="last_clip_fraction", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="log_ratio_std", min_value=0),
+        gxe.ExpectColumnValuesToNotBeNull(column="kl"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["run", "iteration"]),
     ]

@@ -12,6 +12,7 @@ import pandas as pd
 from stages.core.io import load_safetensors, read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
+from stages.core.verdict import CheckOutcome, ClaimRecord, Verdict, VerdictRule, check_status
 from stages.espo.config import PAPER, ReportInputs, load_report
 
 TIMED_STEPS = ("data", "warmstart", "rl", "evaluate")
@@ -29,6 +30,11 @@ CARD = PaperCard(
 )
 MAIN = ("d1", "token_elbo", "espo")
 ABLATIONS = ("espo_k1", "espo_k3", "espo_no_len_norm")
+DIAGNOSTICS = {"clip_fraction": "clip fraction", "log_ratio_std": "log-ratio spread (std)",
+               "log_ratio_max": "max abs log-ratio", "kl": "KL (k2, per token)"}
+GATE_TEXT = ("Positive controls ({gates}): unless each holds on every seed the verdict is inconclusive and the "
+             "claim checks are reported as unclear; once they hold, the other checks alone decide the verdict by "
+             "the rule above")
 LABELS = {"d1": "d1 (mean-field token ratios)", "token_elbo": "token-level ELBO ratios", "espo": "ESPO (k2)",
           "espo_k1": "ESPO, k1 KL", "espo_k3": "ESPO, k3 KL", "espo_no_len_norm": "ESPO without 1/L"}
 
@@ -124,15 +130,72 @@ def variant_rows(runs: pd.DataFrame, warm: dict[str, Any], task: str) -> list[di
     return rows
 
 
-def diagnostic_rows(log: pd.DataFrame) -> list[dict[str, Any]]:
-    """Per (task, variant): mean clip fraction, and the last iteration's mean proxy log-likelihood minus reference."""
+def diagnostic_rows(log: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per (task, variant): clip fraction, ratio spread and KL (means over iterations, mean ± std over seeds)."""
     rows = []
     for (task, variant), g in log.groupby(["task", "variant"], sort=True):
+        per_run = g.groupby("run")[[*DIAGNOSTICS, "last_clip_fraction"]].mean()
         last = g[g.iteration == g.iteration.max()]
-        rows.append({"task": task, "method": LABELS[variant], "mean clip fraction": float(g.clip_fraction.mean()),
+        rows.append({"task": task, "method": LABELS[variant], "runs": len(per_run),
+                     **{label: mean_std(per_run[k].tolist()) for k, label in DIAGNOSTICS.items()},
+                     "clip fraction, last inner update": mean_std(per_run.last_clip_fraction.tolist()),
                      "final log-lik. proxy − ref (per sequence)": float(last.logp_minus_ref.mean()),
                      "final train success": float(last.success.mean())})
     return rows
+
+
+def plot_diagnostics(log: pd.DataFrame, task: str, path: Path) -> bool:
+    """Clip fraction, ratio spread and KL per RL iteration for the three objectives (seeds as min-max bands)."""
+    sub = log[(log.task == task) & log.variant.isin(MAIN)]
+    if sub.empty:
+        return False
+    window = max(1, sub.iteration.max() // 20)
+    with figure(path, 1, len(DIAGNOSTICS), figsize=(5 * len(DIAGNOSTICS), 4), squeeze=False) as (_, axes):
+        for ax, (col, label) in zip(axes[0], DIAGNOSTICS.items(), strict=True):
+            for v in MAIN:
+                g = sub[sub.variant == v]
+                if g.empty:
+                    continue
+                curves = np.stack([smooth(r.sort_values("iteration")[col].to_numpy(), window)
+                                   for _, r in g.groupby("seed_index")])
+                band(ax, np.arange(1, curves.shape[1] + 1), curves, f"{LABELS[v]} (n={curves.shape[0]})")
+            ax.set_xlabel("RL iteration")
+            ax.set_ylabel(f"{label} ({window}-iteration mean)")
+            ax.set_title(f"{task}: {label}, μ inner updates", fontsize=9)
+            ax.legend(fontsize=7)
+    return True
+
+
+def gated_decide(rule: VerdictRule, per_seed: dict[str, list[float]],
+                 gates: list[str]) -> tuple[Verdict, list[CheckOutcome]]:
+    """The verdict with positive controls: inconclusive (claims unclear) unless every gate check holds on every seed.
+
+    Once the gates hold, the claim checks alone decide: all hold -> reproduced, all fail ->
+    not_reproduced, some hold -> partly, otherwise (seeds disagree or too few) -> inconclusive.
+    """
+    outcomes = []
+    for check in rule.checks:
+        values = [float(v) if v is not None else float("nan") for v in per_seed[check.metric]]
+        outcomes.append(CheckOutcome(name=check.name, description=check.describe(),
+                                     status=check_status(check, values, rule.min_seeds),
+                                     values=[v if np.isfinite(v) else None for v in values]))
+    is_gate = [c.metric in gates for c in rule.checks]
+    if not all(o.status == "holds" for o, g in zip(outcomes, is_gate, strict=True) if g):
+        return "inconclusive", [o if g else o.model_copy(update={"status": "unclear"})
+                                for o, g in zip(outcomes, is_gate, strict=True)]
+    statuses = {o.status for o, g in zip(outcomes, is_gate, strict=True) if not g}
+    if statuses == {"holds"}:
+        return "reproduced", outcomes
+    if statuses == {"fails"}:
+        return "not_reproduced", outcomes
+    return ("partly" if "holds" in statuses else "inconclusive"), outcomes
+
+
+def seeds_needed(values: list[float], margin: float) -> int | None:
+    """Seeds for a 95% interval of half-width ``margin`` on the mean, from the measured per-seed std."""
+    if len(values) < 2 or margin <= 0:
+        return None
+    return max(2, int(np.ceil((1.96 * float(np.std(values, ddof=1)) / margin) ** 2)))
 
 
 def summary(runs: pd.DataFrame, warm: dict[str, Any]) -> list[dict[str, Any]]:
@@ -148,6 +211,18 @@ def summary(runs: pd.DataFrame, warm: dict[str, Any]) -> list[dict[str, Any]]:
                      "drop": {"run": drop["run"], "start": drop.train_start_reward, "end": drop.train_end_reward,
                               "collapsed": sub[sub.collapsed].run.tolist()} if drop["drop"] > 0 else None})
     return rows
+
+
+def d1_note(runs: pd.DataFrame, warm: dict[str, Any]) -> dict[str, Any] | None:
+    """Sudoku: d1's per-seed change over the warm start, and whether it is the best objective on average."""
+    sub = runs[(runs.task == "sudoku") & runs.variant.isin(MAIN)]
+    if sub.empty or "d1" not in set(sub.variant):
+        return None
+    w = warm["sudoku"]["test_success"]
+    means = sub.groupby("variant").test_success.mean()
+    changes = (sub[sub.variant == "d1"].sort_values("seed_index").test_success - w).tolist()
+    return {"changes": changes, "improves": bool(np.mean(changes) > 0), "best": LABELS[str(means.idxmax())],
+            "d1_best": str(means.idxmax()) == "d1"}
 
 
 def parameter_counts(folder: Path, tasks: list[str]) -> dict[str, int]:
@@ -166,6 +241,15 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     headline = {k: mean_std(v, 3) for k, v in ev["per_seed"].items()}
     claim = decide_claim(CARD, cfg.verdict, {k: v for k, v in ev["per_seed"].items() if k in checked},
                          seeds=ev["seeds"], profile=ctx.profile, timings=timings, measured=headline)
+    verdict, outcomes = gated_decide(cfg.verdict, ev["per_seed"], cfg.report.gates)
+    gate_text = GATE_TEXT.format(gates=", ".join(cfg.report.gates))
+    claim = ClaimRecord.model_validate({**claim.model_dump(), "verdict": verdict,
+                                        "checks": [o.model_dump() for o in outcomes],
+                                        "verdict_rule": f"{claim.verdict_rule}. {gate_text}"})
+    power = [{"check": c.name, "per-seed std": float(np.std(ev["per_seed"][c.metric], ddof=1))
+              if len(ev["per_seed"][c.metric]) > 1 else float("nan"),
+              "seeds for a 95% interval of ± margin": seeds_needed(ev["per_seed"][c.metric], c.threshold)
+              if c.metric not in cfg.report.gates else "(gate)"} for c in cfg.verdict.checks]
     paths.plots.mkdir(parents=True, exist_ok=True)
     plots = []
     for task in sorted(runs.task.unique()):
@@ -175,6 +259,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             name = f"reward_{task}_{group}.png"
             if plot_rewards(log, task, variants, paths.plots / name, f"{task}: training reward ({group})"):
                 plots.append(name)
+    for task in sorted(runs.task.unique()):
+        if plot_diagnostics(log, task, paths.plots / f"diagnostics_{task}.png"):
+            plots.append(f"diagnostics_{task}.png")
     plot_test_success(runs, ev["warmstart"], paths.plots / "test_success.png")
     plot_warmstart(ws, paths.plots / "warmstart_val.png")
     plots = ["test_success.png", *plots, "warmstart_val.png"]
@@ -189,7 +276,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  paper_seeds=paper_seeds, n_params=parameter_counts(Path(paths.warmstart), sorted(ws["tasks"])),
                  run_counts=[(t, v, n) for (t, v), n in runs.groupby(["task", "variant"]).size().items()],
                  results=[(t, variant_rows(runs, ev["warmstart"], t)) for t in sorted(runs.task.unique())],
-                 summary=summary(runs, ev["warmstart"]), diagnostics=diagnostic_rows(log),
+                 summary=summary(runs, ev["warmstart"]), diagnostics=diagnostic_rows(log, runs),
+                 power=power, gate_text=gate_text, d1_note=d1_note(runs, ev["warmstart"]),
                  iterations=int(log.iteration.max()), plots=plots)
     return {"verdict": claim.verdict}
 

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, write_parquet
-from stages.core.rl import clip_fraction, group_relative_advantages
+from stages.core.rl import clip_fraction, group_relative_advantages, kl_estimate
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
@@ -43,7 +43,7 @@ class Paths:
     countdown: Path = inp("Countdown table")
     warmstart: Path = inp("warm-start weights and manifest")
     models: Path = out("folder: <task>__<variant>__s<seed>.safetensors and manifest.json")
-    rl_log: Path = out("one row per (run, iteration): mean reward, loss, clip fraction, KL proxy (Parquet)")
+    rl_log: Path = out("one row per (run, iteration): reward, loss, clip fraction, ratio spread, KL (Parquet)")
 
 
 def run_name(task: str, variant: str, seed_index: int) -> str:
@@ -59,18 +59,38 @@ def policy_terms(model: torch.nn.Module, variant: Variant, prompt: torch.Tensor,
     return elbo_token_terms(model, prompt, completion, noise)
 
 
+def log_ratio_spread(log_ratio: torch.Tensor) -> dict[str, float]:
+    """Spread of the importance ratios of a batch's actions: std and max of |log ρ| (0 for an empty batch)."""
+    x = log_ratio.detach().double()
+    if not x.numel():
+        return {"log_ratio_std": 0.0, "log_ratio_max": 0.0}
+    return {"log_ratio_std": float(x.std(correction=0)), "log_ratio_max": float(x.abs().max())}
+
+
 def objective_loss(variant: Variant, new: torch.Tensor, old: torch.Tensor, ref: torch.Tensor, adv: torch.Tensor,
-                   noise: torch.Tensor, cfg: RLConfig) -> tuple[torch.Tensor, float]:
-    """The variant's loss and its clip fraction (sequence or token level)."""
+                   noise: torch.Tensor, cfg: RLConfig) -> tuple[torch.Tensor, dict[str, float]]:
+    """The variant's loss and its diagnostics: clip fraction, ratio spread and the KL term (sequence or token level).
+
+    The actions are sequences for ESPO and tokens otherwise; ``log_ratio_std`` and ``log_ratio_max`` are the
+    standard deviation and the largest |log ρ| over those actions (token-level ELBO ratios can reach
+    e^±10 and more, so the spread is measured on the log scale); ``kl`` is the objective's own KL
+    estimate before β.
+    With complementary ELBO masks every completion token carries an ELBO term, so the token-ELBO
+    mask is all true and, at ratio 1 and β = 0, its gradient equals ESPO's (tests/espo/test_math.py).
+    """
     length = new.shape[1]
     if variant.objective == "espo":
         e_new, e_old, e_ref = new.sum(1), old.sum(1), ref.sum(1)
         log_ratio = (e_new - e_old) / (length if variant.per_token_ratio else 1)
         loss = espo_loss(e_new, e_old, e_ref, adv, length, cfg.clip_eps, cfg.beta, variant.kl, variant.per_token_ratio)
-        return loss, clip_fraction(log_ratio, cfg.clip_eps)
+        kl = float(kl_estimate((e_new - e_ref).detach(), variant.kl).mean() / length)
+        return loss, {"clip_fraction": clip_fraction(log_ratio, cfg.clip_eps), **log_ratio_spread(log_ratio), "kl": kl}
     token_mask = torch.ones_like(new, dtype=torch.bool) if variant.objective == "d1" else noise.any(0)
     loss = token_level_loss(new, old, ref, adv, token_mask, cfg.clip_eps, cfg.beta, variant.kl)
-    return loss, clip_fraction(new - old, cfg.clip_eps, token_mask)
+    maskf = token_mask.to(new.dtype)
+    kl = float(((kl_estimate((new - ref).detach(), variant.kl) * maskf).sum(1) / maskf.sum(1).clamp_min(1)).mean())
+    return loss, {"clip_fraction": clip_fraction(new - old, cfg.clip_eps, token_mask),
+                  **log_ratio_spread((new - old)[token_mask]), "kl": kl}
 
 
 def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg: RLConfig,
@@ -93,24 +113,28 @@ def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg:
         else:  # one set of ELBO masks per rollout batch, shared by θ, old and ref (ESPO recipe)
             masks = elbo_mask_samples(len(idx), length, cfg.mc_samples, cfg.complementary_masks, gen)
             noises = [masks] * cfg.inner_updates
-        with torch.no_grad():
-            olds = [policy_terms(policy, variant, prompt, completion, n) for n in noises]
-            refs = [policy_terms(reference, variant, prompt, completion, n) for n in noises]
-        losses, clips = [], []
-        for noise, old, ref in zip(noises, olds, refs, strict=True):
+        with torch.no_grad():  # a mask set shared by every inner update is scored once
+            unique = {id(n): n for n in noises}
+            old_of = {k: policy_terms(policy, variant, prompt, completion, n) for k, n in unique.items()}
+            ref_of = {k: policy_terms(reference, variant, prompt, completion, n) for k, n in unique.items()}
+        losses, stats = [], []
+        for noise in noises:
+            old, ref = old_of[id(noise)], ref_of[id(noise)]
             new = policy_terms(policy, variant, prompt, completion, noise)
-            loss, clipped = objective_loss(variant, new, old, ref, adv, noise, cfg)
+            loss, diag = objective_loss(variant, new, old, ref, adv, noise, cfg)
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), cfg.grad_clip)
             opt.step()
             losses.append(float(loss.detach()))
-            clips.append(clipped)
-        with torch.no_grad():
-            kl_proxy = float((olds[0].sum(1) - refs[0].sum(1)).mean())
+            stats.append(diag)
+        first = old_of[id(noises[0])], ref_of[id(noises[0])]
         log.append({"iteration": it, "reward": float(rewards.mean()), "success": float((rewards >= 1).float().mean()),
-                    "loss": sum(losses) / len(losses), "clip_fraction": sum(clips) / len(clips),
-                    "logp_minus_ref": kl_proxy})
+                    "loss": sum(losses) / len(losses),
+                    **{k: sum(d[k] for d in stats) / len(stats) for k in ("clip_fraction", "log_ratio_std", "kl")},
+                    "log_ratio_max": max(d["log_ratio_max"] for d in stats),
+                    "last_clip_fraction": stats[-1]["clip_fraction"], "last_log_ratio_std": stats[-1]["log_ratio_std"],
+                    "logp_minus_ref": float((first[0].sum(1) - first[1].sum(1)).mean())})
     return log
 
 

@@ -196,3 +196,41 @@ def test_encode_decode_roundtrip():
     assert len(ids) == 10 and decode(ids) == "(12+3)*4"
     with pytest.raises(ValueError):
         encode("123456", 3)
+
+
+def _objective_grads(model, prompt, completion, masks, old_shift, beta):
+    """Gradients of the ESPO and the token-ELBO losses w.r.t. the weights, the old terms shifted per token."""
+    adv = torch.tensor([1.0, -0.5])
+    grads = []
+    for which in ("espo", "token"):
+        model.zero_grad()
+        new = elbo_token_terms(model, prompt, completion, masks)
+        old = new.detach() + old_shift
+        ref = new.detach() - 0.3
+        if which == "espo":
+            loss = espo_loss(new.sum(1), old.sum(1), ref.sum(1), adv, L, 0.2, beta, "k2")
+        else:
+            loss = token_level_loss(new, old, ref, adv, masks.any(0), 0.2, beta, "k2")
+        loss.backward()
+        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+    return grads
+
+
+def test_espo_and_token_elbo_gradients_coincide_at_ratio_one_and_differ_off_policy():
+    torch.manual_seed(1)
+    model = MaskedDiffusionLM(d_model=16, n_layers=1, n_heads=2, max_len=3 + L)
+    prompt = torch.tensor([[3, 5, 7], [2, 4, 6]])
+    completion = torch.tensor([[4, 9, 2, 6], [5, 3, 8, 7]])
+    masks = elbo_mask_samples(2, L, 1, True, torch.Generator().manual_seed(0))
+    assert masks.any(0).all()   # complementary masks: every token carries an ELBO term, the token mask is all true
+    # θ = old: every ratio is 1, ∇ESPO = −A/L·Σ_k ∇ℓ_k = ∇token-ELBO (β = 0), so the two objectives are the same
+    espo, token = _objective_grads(model, prompt, completion, masks, torch.zeros(2, L), beta=0.0)
+    assert espo.abs().max() > 1e-4
+    assert torch.allclose(espo, token, atol=1e-7, rtol=1e-5)
+    # off-policy: per-token ratios spread (some outside the clip range), the sequence ratio is their geometric mean
+    shift = torch.tensor([[0.5, -0.4, 0.3, -0.1], [-0.6, 0.2, 0.05, 0.25]])
+    espo, token = _objective_grads(model, prompt, completion, masks, shift, beta=0.0)
+    assert (espo - token).abs().max() > 0.1 * espo.abs().max()
+    # unclipped but unequal token ratios already differ (ratio-weighted token gradients vs one sequence ratio)
+    espo, token = _objective_grads(model, prompt, completion, masks, 0.1 * shift, beta=0.0)
+    assert (espo - token).abs().max() > 0.01 * espo.abs().max()

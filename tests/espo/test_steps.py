@@ -43,6 +43,9 @@ def test_rl_runs_every_grid_entry_for_every_iteration(smoke_repo):
     assert log.groupby("run").iteration.max().eq(cfg.iterations).all()
     assert {p.stem for p in paths.models.glob("*.safetensors")} == expected
     assert log.reward.between(0, 1).all()
+    # per objective and iteration: clip fraction, ratio spread and KL over the μ inner updates
+    assert log.clip_fraction.between(0, 1).all() and log.kl.notna().all()
+    assert (log.log_ratio_std >= 0).all() and (log.log_ratio_max >= log.log_ratio_std).all()
 
 
 def test_evaluation_has_paired_per_seed_metrics(smoke_repo):
@@ -50,8 +53,14 @@ def test_evaluation_has_paired_per_seed_metrics(smoke_repo):
     grid = smoke_repo.config(f"{PAPER}-rl").grid
     n_seeds = next(e.n_seeds for e in grid if "espo" in e.variants and e.task == "sudoku")
     for key in ("sudoku_espo_minus_d1_success", "sudoku_espo_minus_token_elbo_success",
-                "sudoku_espo_minus_warmstart_success", "sudoku_k2_minus_best_k1_k3_success"):
+                "sudoku_espo_minus_warmstart_success", "sudoku_best_minus_warmstart_success",
+                "sudoku_token_elbo_clip_fraction"):
         assert len(ev["per_seed"][key]) == n_seeds
+    warm = ev["warmstart"]["sudoku"]["test_success"]
+    for s, best in enumerate(ev["per_seed"]["sudoku_best_minus_warmstart_success"]):   # the max over objectives
+        assert best == pytest.approx(max(r["test_success"] for r in ev["runs"] if r["task"] == "sudoku"
+                                         and r["seed_index"] == s and r["variant"] in ("d1", "token_elbo", "espo"))
+                                     - warm)
     for r in ev["runs"]:   # success (reward = 1) can never exceed the mean reward
         assert 0 <= r["test_success"] <= r["test_reward"] <= 1
         assert 0 <= r["test_sampled_success"] <= r["test_sampled_reward"] <= 1
@@ -62,7 +71,9 @@ def test_report_writes_claim_and_plots(smoke_repo):
     claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke"
     names = {p.name for p in paths.plots.iterdir()}
-    assert {"test_success.png", "reward_sudoku_main.png", "reward_sudoku_ablations.png", "warmstart_val.png"} <= names
+    assert {"test_success.png", "reward_sudoku_main.png", "reward_sudoku_ablations.png", "warmstart_val.png",
+            "diagnostics_sudoku.png"} <= names
+    assert "## Rule history" in paths.report.read_text() and "## Sizing history" in paths.report.read_text()
     text = paths.report.read_text()
     assert f"**Verdict: {claim.verdict}**" in text
     # counts in the prose come from the run and its params, not from the default profile
