@@ -116,6 +116,8 @@ class EvaluateConfig(Section):
     def _check(self) -> EvaluateConfig:
         if sorted(set(self.rerank_ns)) != self.rerank_ns or self.rerank_ns[0] < 1:
             raise ValueError("rerank_ns must be increasing positive integers")
+        if 8 not in self.rerank_ns:
+            raise ValueError("rerank_ns must include 8 (the verdict compares reranking with majority vote at N = 8)")
         return self
 
 

@@ -35,9 +35,10 @@ def build_model(spec: ModelConfig, vocab_size: int) -> TinyGPT:
     return lm
 
 
-def load_model(folder: Path, spec: ModelConfig, name: str = WEIGHTS) -> tuple[TinyGPT, SmallTokenizer]:
-    """Weights and tokenizer from a model folder (non-finite weights refused by the loader)."""
-    tok = SmallTokenizer.load(Path(folder) / TOKENIZER)
+def load_model(folder: Path, spec: ModelConfig, name: str = WEIGHTS,
+               tokenizer: Path | None = None) -> tuple[TinyGPT, SmallTokenizer]:
+    """Weights (``folder/name``) and tokenizer (``folder``'s unless given); non-finite weights are refused."""
+    tok = SmallTokenizer.load(tokenizer or Path(folder) / TOKENIZER)
     lm = build_model(spec, tok.vocab_size)
     state = load_safetensors(Path(folder) / name)
     try:
@@ -107,3 +108,14 @@ def dual_accuracy(lm: TinyGPT, tok: SmallTokenizer, duals: pd.DataFrame, max_new
     prompts = [dual_prompt(m, a) for m, a in zip(duals.masked_text, duals.answer, strict=True)]
     outs = generate(lm, tok, prompts, max_new, 0.0)
     return float(np.mean([parse_answer(o) == h for o, h in zip(outs, duals.hidden, strict=True)]))
+
+
+def pack(prompts: Sequence[Sequence[int]], completions: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]:
+    """Right-padded prompt+completion ids [B, T] and the completion-token mask [B, T] (sampled ids, eos kept)."""
+    width = max(len(p) + len(c) for p, c in zip(prompts, completions, strict=True))
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.bool)
+    for i, (p, c) in enumerate(zip(prompts, completions, strict=True)):
+        ids[i, :len(p) + len(c)] = torch.tensor(list(p) + list(c), dtype=torch.long)
+        mask[i, len(p):len(p) + len(c)] = True
+    return ids, mask

@@ -137,7 +137,7 @@ def solve_masked(ops: tuple[str, ...], numbers: tuple[int, ...], index: int, ans
     lo, hi = domain
     found = []
     for x in range(lo, hi + 1):
-        trial = numbers[:index] + (x,) + numbers[index + 1:]
+        trial = (*numbers[:index], x, *numbers[index + 1:])
         if evaluate_chain(ops, trial) == answer:
             found.append(x)
     return found
