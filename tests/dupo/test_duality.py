@@ -1,0 +1,58 @@
+"""DuPO's reward and the reranker on made-up outputs, and the checkpoint rule, against hand-computed values."""
+
+import pandas as pd
+
+from stages.dupo.duality import dual_rerank, dupo_rewards, majority_vote, mask_choices, rerank_accuracies
+from stages.dupo.report import gain_beyond_fraction
+from stages.dupo.sft import choose_checkpoint
+
+
+def test_dupo_reward_uses_only_the_parsed_answer_and_the_hidden_number():
+    asked = []
+
+    def solve(questions):          # a perfect dual for 8 * ? + 1 = answer
+        asked.extend(questions)
+        return [f"#{(int(q.split('A=')[1][:-1]) - 1) // 8}" for q in questions]
+
+    outputs = ["8*4=32,32+1=33#33", "8*4=32,32+2=34#41", "no answer", "#33"]
+    cache: dict[str, str] = {}
+    rewards = dupo_rewards(outputs, ["P ?"] * 4, [4] * 4, solve, cache)
+    assert rewards == [1.0, 0.0, 0.0, 1.0]
+    assert sorted(asked) == ["P ? A=33|", "P ? A=41|"]          # one dual per distinct answer, none if unparseable
+    dupo_rewards(outputs, ["P ?"] * 4, [4] * 4, solve, cache)
+    assert len(asked) == 2                                       # the frozen solver's answers are cached
+
+
+def test_mask_choices_with_and_without_filter():
+    duals = pd.DataFrame({"problem_id": [0, 0, 0, 1, 1], "mask_index": [0, 1, 2, 0, 1],
+                          "passes_filter": [1, 0, 1, 0, 0]})
+    assert mask_choices(duals, use_filter=True) == {0: [0, 2]}
+    assert mask_choices(duals, use_filter=False) == {0: [0, 1, 2], 1: [0, 1]}
+
+
+def test_majority_and_dual_rerank_ties_go_to_the_first_seen():
+    assert majority_vote([3, 5, 5, 3, None]) == 3
+    assert majority_vote([None, None]) is None
+    assert dual_rerank([3, 5, 7], {3: 0.0, 5: 1.0, 7: 1.0}) == 5
+    assert dual_rerank([None, 3], {}) == 3
+
+
+def test_rerank_accuracies_by_hand():
+    samples = [[1, 2, 2, 2], [4, 3, 3, 9]]     # truths 1 and 9
+    scores = [{1: 1.0, 2: 0.0}, {4: 0.0, 3: 0.5, 9: 1.0}]
+    acc = rerank_accuracies(samples, scores, [1, 9], [1, 2, 4])
+    assert acc["random"] == [0.5, 0.5, 0.5]
+    assert acc["majority"] == [0.5, 0.5, 0.0]            # N=4: 2 and 3 win the votes
+    assert acc["dual"] == [0.5, 0.5, 1.0]                # N=4: both truths reconstruct best
+    assert acc["pass"] == [0.5, 0.5, 1.0]
+
+
+def test_checkpoint_rule():
+    curve = [{"val_primal": 0.1, "val_dual": 0.7}, {"val_primal": 0.3, "val_dual": 0.5},
+             {"val_primal": 0.4, "val_dual": 0.65}, {"val_primal": 0.5, "val_dual": 0.9}]
+    assert choose_checkpoint(curve, (0.2, 0.7), 0.6) == 2
+    assert choose_checkpoint(curve[:2], (0.2, 0.7), 0.6) == 1      # closest: 0.1 dual short vs 0.1 primal short
+
+
+def test_oracle_fraction_metric():
+    assert gain_beyond_fraction([0.10, 0.02], [0.12, 0.10], 0.5) == [0.10 - 0.06, 0.02 - 0.05]
