@@ -87,7 +87,8 @@ def dual_solver(model: TinyGPT, tok: SmallTokenizer, max_new: int) -> Any:
 def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg: RLConfig, seed: int,
               desc: str) -> list[dict[str, float]]:
     """One GRPO run in place on ``policy``; the per-step log."""
-    gen = torch.Generator().manual_seed(seed)
+    prompt_gen = torch.Generator().manual_seed(seed)   # prompts and hidden numbers: the same for every reward
+    rollout_gen = torch.Generator().manual_seed(seed + 1)
     torch.manual_seed(seed)
     reference = copy.deepcopy(policy).requires_grad_(False).eval()
     solve = dual_solver(reference if cfg.dual_solver == "frozen_sft" else policy, tok, cfg.max_new)
@@ -96,15 +97,15 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
     p, g = cfg.prompts_per_step, cfg.group_size
     log = []
     for step in tqdm(range(1, cfg.steps + 1), desc=desc, unit="step", leave=False):
-        rows = pool.problems.iloc[torch.randint(len(pool.problems), (p,), generator=gen).tolist()]
+        rows = pool.problems.iloc[torch.randint(len(pool.problems), (p,), generator=prompt_gen).tolist()]
         pids = rows.problem_id.astype(int).tolist()
         choices = pool.filtered if method != "dupo_nofilter" else pool.unfiltered
-        picks = torch.randint(2**31 - 1, (p,), generator=gen).tolist()  # same draws for every method
+        picks = torch.randint(2**31 - 1, (p,), generator=prompt_gen).tolist()
         keys = [(pid, choices[pid][r % len(choices[pid])]) for pid, r in zip(pids, picks, strict=True)]
         prompt_ids = [tok.encode(primal_prompt(t), add_bos=True) for t in rows.text for _ in range(g)]
         policy.eval()
         completions = sample(policy, prompt_ids, min(cfg.max_new, policy.max_len - max(map(len, prompt_ids))),
-                             tok.eos_id, tok.pad_id, cfg.temperature, gen)
+                             tok.eos_id, tok.pad_id, cfg.temperature, rollout_gen)
         policy.train()
         outputs = [tok.decode(c) for c in completions]
         answers = [int(a) for a in rows.answer for _ in range(g)]
