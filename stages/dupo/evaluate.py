@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from stages.core.io import read_json, read_parquet, write_json
+from stages.core.io import read_json, write_json
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
@@ -19,7 +19,7 @@ from stages.core.tokenizer import SmallTokenizer
 from stages.core.transformer import TinyGPT
 from stages.dupo.config import PAPER, EvaluateConfig, ModelConfig, load_evaluate
 from stages.dupo.duality import dual_questions, rerank_accuracies
-from stages.dupo.io import read_tables, split
+from stages.dupo.io import read_rl_log, read_tables, split
 from stages.dupo.model import TOKENIZER, WEIGHTS, dual_accuracy, generate, load_model, primal_outputs
 from stages.dupo.problems import dual_reward, parse_answer
 
@@ -119,7 +119,7 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     cache: dict[str, str] = {}
     reranks = [rerank(sft_lm, tok, test.head(cfg.n_rerank), test_duals, cfg, derive_seed(ctx.seed, PAPER, "rerank", s),
                       cache) for s in tqdm(seeds, desc="rerank", unit="seed")]
-    log = read_parquet(paths.rl_log)
+    log = read_rl_log(paths.rl_log)
     per_seed = per_seed_metrics(sft, runs, reranks, cfg.rerank_ns)
     write_json({"sft": sft, "runs": rows, "rerank": {"ns": cfg.rerank_ns, "per_seed": reranks}, "per_seed": per_seed,
                 "seeds": seeds, "n_test": len(test), "n_test_duals": len(passing), "n_rerank": min(cfg.n_rerank,

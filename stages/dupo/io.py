@@ -9,7 +9,7 @@ import pandas as pd
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet
 from stages.dupo.config import PAPER
-from stages.dupo.expectations import duals_suite, problems_suite
+from stages.dupo.expectations import duals_suite, problems_suite, rl_log_suite
 
 
 def validate_tables(problems: pd.DataFrame, duals: pd.DataFrame, min_filter_fail_share: float = 0.0) -> None:
@@ -29,3 +29,10 @@ def split(df: pd.DataFrame, name: str) -> pd.DataFrame:
     """The rows of one split, in problem order."""
     return df[df.split == name].sort_values(["problem_id", *(["mask_index"] if "mask_index" in df else [])]) \
         .reset_index(drop=True)
+
+
+def read_rl_log(path: Any) -> pd.DataFrame:
+    """Read and validate the RL log (one row per run and step)."""
+    log = read_parquet(path)
+    validate_table(log, f"{PAPER}.rl_log", rl_log_suite(len(log)))
+    return log

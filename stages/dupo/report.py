@@ -9,11 +9,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from stages.core.io import read_json, read_parquet
+from stages.core.io import read_json
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.core.verdict import CheckOutcome, ClaimRecord, Verdict, VerdictRule, check_status
 from stages.dupo.config import PAPER, ReportInputs, load_report
+from stages.dupo.io import read_rl_log
 
 TIMED_STEPS = ("data", "sft", "rl", "evaluate")
 CARD = PaperCard(
@@ -39,7 +40,6 @@ DERIVED = "dupo_gain_minus_fraction_of_oracle_gain"
 class Paths(ReportPaths):
     evaluation: Path = inp("metrics from evaluate")
     rl_log: Path = inp("RL reward curves")
-    sft_log: Path = inp("SFT loss curve")
     sft: Path = inp("SFT manifest (validation curve, chosen step, size)")
 
 
@@ -169,7 +169,7 @@ def rerank_rows(rerank: dict[str, Any]) -> list[dict[str, Any]]:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
-    log = read_parquet(paths.rl_log)
+    log = read_rl_log(paths.rl_log)
     manifest = read_json(Path(paths.sft) / "manifest.json")
     timings = read_timings(paths.timings, TIMED_STEPS)
     runs = pd.DataFrame(ev["runs"])
