@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
@@ -91,12 +91,6 @@ class ReportInputs(Section):
     verdict: VerdictRule
     positive_control: str = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _check(self) -> ReportInputs:
-        if self.positive_control not in {c.name for c in self.verdict.checks}:
-            raise ValueError(f"positive_control '{self.positive_control}' is not a check of the verdict block")
-        return self
-
 
 def load_data(params: Path) -> DataConfig:
     """``biocap.data``."""
@@ -132,8 +126,11 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 def load_report(params: Path) -> ReportInputs:
     """``biocap.verdict`` and ``biocap.positive_control``."""
-    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params),
-                        positive_control=load_section(_Control, f"{PAPER}.control", params).check)
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    control = load_section(_Control, f"{PAPER}.control", params).check
+    if control not in {c.name for c in verdict.checks}:
+        raise ConfigError(f"{PAPER}.control.check: positive_control '{control}' is not a check of {PAPER}.verdict")
+    return ReportInputs(verdict=verdict, positive_control=control)
 
 
 class _Control(Section):

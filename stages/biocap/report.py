@@ -33,7 +33,7 @@ CARD = PaperCard(
 VERDICT_METRICS = {
     "seen_taxa_accuracy_taxonomy": ("taxonomy", "zero_shot_seen", None),
     "shifted_zero_shot_gain_dual": ("caption_dual", "zero_shot_test_shift", BASELINE),
-    "retrieval_r1_gain_dual": ("caption_dual", "test_recall_at_1", BASELINE),
+    "retrieval_r5_gain_dual": ("caption_dual", "test_recall_at_5", BASELINE),
     "shifted_zero_shot_gain_hallucinated": ("hallucinated", "zero_shot_test_shift", BASELINE),
 }
 

@@ -54,7 +54,7 @@ def toy_tables(n_species: int = 4, per_species: int = 8, seed: int = 0):
         split = "train" if i < n_species * per_species * 3 // 4 else "seen_test"
         rows.append({"row": i, "split": split, "shifted": False, "species_id": s})
         for kind in ("caption", "hallucinated", "shuffled", "query"):
-            if kind != "query" and split != "train" or kind == "query" and split == "train":
+            if (kind != "query" and split != "train") or (kind == "query" and split == "train"):
                 continue
             texts.append({"text_id": tid, "kind": kind, "species_id": s, "row": i, "text": f"{kind} {i}"})
             tid += 1

@@ -18,17 +18,17 @@ def results(per_seed: list[dict[str, dict[str, float]]]) -> pd.DataFrame:
     rows = []
     for s, seed in enumerate(per_seed):
         for arm in ARMS:
-            for metric in ("zero_shot_seen", "zero_shot_test_shift", "test_recall_at_1"):
+            for metric in ("zero_shot_seen", "zero_shot_test_shift", "test_recall_at_5"):
                 rows.append({"arm": arm, "seed_index": s, "metric": metric,
                              "value": seed.get(arm, {}).get(metric, 0.3)})
     return pd.DataFrame(rows)
 
 
 COMPETENT = {"taxonomy": {"zero_shot_seen": 0.9}}
-GOOD = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.5, "test_recall_at_1": 0.5}}
-BAD = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.2, "test_recall_at_1": 0.2},
+GOOD = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.5, "test_recall_at_5": 0.5}}
+BAD = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.2, "test_recall_at_5": 0.2},
        "hallucinated": {"zero_shot_test_shift": 0.5}}
-MIXED = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.2, "test_recall_at_1": 0.5}}
+MIXED = {**COMPETENT, "caption_dual": {"zero_shot_test_shift": 0.2, "test_recall_at_5": 0.5}}
 INCOMPETENT = {"taxonomy": {"zero_shot_seen": 0.1}, **{k: v for k, v in GOOD.items() if k != "taxonomy"}}
 
 
@@ -55,7 +55,7 @@ def test_metrics_are_gains_over_the_taxonomy_arm_by_hand():
     vm = verdict_metrics(results([GOOD]))
     assert vm["seen_taxa_accuracy_taxonomy"] == [pytest.approx(0.9)]
     assert vm["shifted_zero_shot_gain_dual"] == [pytest.approx(0.2)]
-    assert vm["retrieval_r1_gain_dual"] == [pytest.approx(0.2)]
+    assert vm["retrieval_r5_gain_dual"] == [pytest.approx(0.2)]
     assert vm["shifted_zero_shot_gain_hallucinated"] == [pytest.approx(0.0)]
 
 
