@@ -81,6 +81,22 @@ def gated_verdict(claim: ClaimRecord, control: str) -> ClaimRecord:
     return claim.model_copy(update={"verdict": verdict, "checks": checks, "verdict_rule": rule})
 
 
+def seeds_needed(claim: ClaimRecord, rule_thresholds: dict[str, float]) -> list[dict[str, Any]]:
+    """Per check: mean, sample std over seeds, and the seeds a 95% interval of the mean needs to exclude the
+    threshold, ceil((1.96 · std / |mean − threshold|)²) (normal approximation)."""
+    rows = []
+    for o in claim.checks:
+        v = np.array([x for x in o.values if x is not None], dtype=float)
+        if len(v) < 2:
+            continue
+        mean, sd = float(v.mean()), float(v.std(ddof=1))
+        gap = abs(mean - rule_thresholds[o.name])
+        need = "any" if sd == 0 else ("∞" if gap == 0 else str(max(2, int(np.ceil((1.96 * sd / gap) ** 2)))))
+        rows.append({"check": o.name, "mean": f"{mean:.4f}", "std": f"{sd:.4f}",
+                     "threshold": f"{rule_thresholds[o.name]:g}", "seeds for a 95% interval": need})
+    return rows
+
+
 def results_rows(results: pd.DataFrame, arms: list[str], metrics: list[str]) -> list[dict[str, Any]]:
     """Mean ± std over seeds, one row per arm, one column per metric."""
     return [{"arm": a, **{m: mean_std(per_seed_values(results, a, m), 3) for m in metrics}} for a in arms]
@@ -151,7 +167,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  zs_rows=results_rows(results, arms, zs_metrics), rt_rows=results_rows(results, arms, rt_metrics),
                  val_rows=results_rows(results, arms, val_metrics),
                  gap_rows=[{"arm": a, "in-distribution minus shifted": g} for a, g in gap.items()],
-                 n_steps=int(log.step.max()), control=cfg.positive_control)
+                 n_steps=int(log.step.max()), control=cfg.positive_control,
+                 power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
 
