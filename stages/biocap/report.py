@@ -163,7 +163,16 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "results": {a: {m: per_seed_values(results, a, m) for m in sorted(results.metric.unique())}
                            for a in arms},
                "verdict": claim.verdict}
-    write_report(paths, claim, metrics, timings, ev=ev, arms=arms, n_seeds=n_seeds,
+    mean = {a: {m: float(np.mean(per_seed_values(results, a, m))) for m in zs_metrics + rt_metrics} for a in arms}
+    thresholds = {c.metric: c.threshold for c in cfg.verdict.checks}
+    reading = {"dual_gain": float(np.mean(per_seed["shifted_zero_shot_gain_dual"])),
+               "dual_threshold": thresholds["shifted_zero_shot_gain_dual"],
+               "taxonomy_gap": mean[BASELINE]["zero_shot_test_id"] - mean[BASELINE]["zero_shot_test_shift"],
+               "best_zero_shot_arm": max(arms, key=lambda a: mean[a]["zero_shot_test_shift"]),
+               "best_retrieval_arm": max(arms, key=lambda a: mean[a]["test_recall_at_5"] if "test_recall_at_5"
+                                         in mean[a] else 0.0),
+               "mean": mean}
+    write_report(paths, claim, metrics, timings, ev=ev, arms=arms, n_seeds=n_seeds, reading=reading,
                  zs_rows=results_rows(results, arms, zs_metrics), rt_rows=results_rows(results, arms, rt_metrics),
                  val_rows=results_rows(results, arms, val_metrics),
                  gap_rows=[{"arm": a, "in-distribution minus shifted": g} for a, g in gap.items()],
