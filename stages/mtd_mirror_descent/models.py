@@ -28,7 +28,7 @@ def build_model(spec: ModelSpec, q: int, m: int, seq_len: int, seed: int | None 
 
 
 def lr_factor(step: int, warmup: int, total: int, cosine: bool) -> float:
-    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then constant or cosine decay to 0 at ``total``."""
+    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then constant or cosine decay to 0."""
     ramp = min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
     if not cosine:
         return ramp
