@@ -23,11 +23,10 @@ def validate_tables(specimens: pd.DataFrame, taxa: pd.DataFrame, texts: pd.DataF
 def read_tables(specimens_path: Path, taxa_path: Path,
                 texts_path: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """Validated (specimens, taxa, texts), each sorted by its id."""
-    specimens = read_parquet(specimens_path).sort_values("row", ignore_index=True)
-    taxa = read_parquet(taxa_path).sort_values("species_id", ignore_index=True)
-    texts = read_parquet(texts_path).sort_values("text_id", ignore_index=True)
-    validate_tables(specimens, taxa, texts)
-    return specimens, taxa, texts
+    specimens, taxa, texts = read_parquet(specimens_path), read_parquet(taxa_path), read_parquet(texts_path)
+    validate_tables(specimens, taxa, texts)  # before anything reads a column, so a missing one is named
+    return (specimens.sort_values("row", ignore_index=True), taxa.sort_values("species_id", ignore_index=True),
+            texts.sort_values("text_id", ignore_index=True))
 
 
 def read_images(path: Path, n_rows: int) -> np.ndarray:

@@ -130,7 +130,7 @@ def plot_training(log: pd.DataFrame, arms: list[str], path: Path) -> None:
                 if col == "caption_loss" and not (g[col] > 0).any():
                     continue
                 runs = np.stack([r.sort_values("step")[col].to_numpy() for _, r in g.groupby("seed_index")])
-                band(ax, np.sort(g.step.unique()), runs, a)
+                band(ax, np.sort(g.step.unique()), runs, a, color=f"C{arms.index(a)}")  # one colour per arm
             ax.set_xlabel("step")
             ax.set_title(title, fontsize=10)
             ax.legend(fontsize=7)
