@@ -12,6 +12,7 @@ from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
+from stages.mtd_mirror_descent.expectations import TRAIN_LOG_COLUMNS
 
 TIMED_STEPS = ("data", "train", "evaluate")
 CARD = PaperCard(
@@ -89,7 +90,7 @@ def plot_training(log: Any, path: Path, window: int = 50) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
-    log = read_parquet(paths.train_log)
+    log = read_parquet(paths.train_log, columns=TRAIN_LOG_COLUMNS)
     timings = read_timings(paths.timings, TIMED_STEPS)
     headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
     claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,

@@ -77,13 +77,8 @@ def _declared() -> list[tuple[str, str]]:
 # after a fix, take the case off the list and the test runs it.
 KNOWN_GAPS = {
     "truncated": set(),
-    "dropped_column": {
-        "mtd_mirror_descent-evaluate.pi",
-        "mtd_mirror_descent-report.train_log", "mtd_mirror_descent-train.pi",
-    },
-    "nan_weights": {
-        "mtd_mirror_descent-evaluate.models",
-    },
+    "dropped_column": set(),
+    "nan_weights": set(),
 }
 
 
