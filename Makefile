@@ -57,6 +57,7 @@ bench: $(STAMP)
 	python -m benchmarks.threads
 	python -m benchmarks.orchestration
 	python -m benchmarks.reliability
+	python -m benchmarks.stability
 
 clean-venv:
 	rm -rf $(VENV)

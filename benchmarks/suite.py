@@ -15,6 +15,7 @@ that grows with the number of papers; the rest (flows, core, assets, lint) stays
 from __future__ import annotations
 
 import argparse
+import json
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -62,6 +63,8 @@ def summarise(junit: Path, papers: list[str]) -> dict:
     per_paper = growing / len(papers)
     projected = total + (TARGET_PAPERS - len(papers)) * per_paper
     slowest = sorted(cases, key=lambda c: -c[2])[:15]
+    stage_times = json.loads(props.get("smoke_stage_times") or "{}")
+    stage_cpu = sorted(stage_times.items(), key=lambda kv: -kv[1]["cpu_s"])
     return {
         "benchmark": "suite",
         "machine": machine_info(),
@@ -75,6 +78,10 @@ def summarise(junit: Path, papers: list[str]) -> dict:
         "per_paper_cost_s": round(per_paper, 1),
         "projected_suite_s_at_19_papers": round(projected, 1),
         "slowest": [{"test": f"{c}::{n}", "seconds": round(s, 1)} for c, n, s in slowest],
+        "smoke_dag_cpu_s": round(sum(t["cpu_s"] for t in stage_times.values()), 1),
+        "smoke_dag_cpu_s_per_paper": {p: round(sum(t["cpu_s"] for s, t in stage_times.items()
+                                                   if s.startswith(f"{p}-")), 1) for p in papers},
+        "smoke_stages_most_cpu": [{"stage": s, **t} for s, t in stage_cpu[:15]],
     }
 
 
@@ -92,6 +99,11 @@ def markdown(result: dict) -> str:
               f"suite would take about {result['projected_suite_s_at_19_papers'] / 60:.0f} min (linear projection).",
               "", "Slowest tests:", "", "| test | seconds |", "|---|---:|"]
     lines += [f"| `{row['test']}` | {row['seconds']} |" for row in result["slowest"]]
+    if result["smoke_stages_most_cpu"]:
+        per_paper = ", ".join(f"{p} {s}" for p, s in result["smoke_dag_cpu_s_per_paper"].items())
+        lines += ["", f"The shared smoke DAG used {result['smoke_dag_cpu_s']} CPU-seconds (DVC and the stage "
+                  f"commands). Per paper: {per_paper}.", "", "| stage | CPU s | wall s |", "|---|---:|---:|"]
+        lines += [f"| `{r['stage']}` | {r['cpu_s']} | {r['wall_s']} |" for r in result["smoke_stages_most_cpu"]]
     return "\n".join(lines) + "\n"
 
 

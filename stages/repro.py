@@ -18,6 +18,7 @@ Give each stage one thread per job on a small machine (``threads: 1`` in params.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -104,12 +105,13 @@ def dvc_stage_command(stage: str, no_run_cache: bool = False) -> list[str]:
 
 @dataclass
 class Outcome:
-    """What happened to each stage: its exit code, output, start and end (epoch seconds); stages
-    never started."""
+    """What happened to each stage: its exit code, output, start and end (epoch seconds), CPU seconds
+    (DVC's process and the stage's command, user + system); stages never started."""
 
     codes: dict[str, int] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
     spans: dict[str, tuple[float, float]] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
     not_run: list[str] = field(default_factory=list)
 
     @property
@@ -122,12 +124,17 @@ class Outcome:
         return [s for s, code in self.codes.items() if code != 0]
 
 
-def _run_one(root: Path, stage: str, no_run_cache: bool) -> tuple[int, str, tuple[float, float]]:
+def _run_one(root: Path, stage: str, no_run_cache: bool) -> tuple[int, str, tuple[float, float], float]:
+    """Run one stage through DVC; its exit code, output, span and CPU seconds (from ``wait4``: the DVC
+    process and every process it waited for, i.e. the stage's command)."""
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     start = time.time()
-    proc = subprocess.run(dvc_stage_command(stage, no_run_cache), cwd=root, env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return proc.returncode, proc.stdout, (start, time.time())
+    with subprocess.Popen(dvc_stage_command(stage, no_run_cache), cwd=root, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True) as proc:
+        output = proc.stdout.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+    return proc.returncode, output, (start, time.time()), usage.ru_utime + usage.ru_stime
 
 
 def reproduce(root: Path, targets: list[str] | None = None, jobs: int = 2, no_run_cache: bool = False,
@@ -156,8 +163,9 @@ def reproduce(root: Path, targets: list[str] | None = None, jobs: int = 2, no_ru
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 stage = running.pop(future)
-                code, output, span = future.result()
+                code, output, span, cpu = future.result()
                 outcome.codes[stage], outcome.outputs[stage], outcome.spans[stage] = code, output, span
+                outcome.cpu[stage] = cpu
                 if echo:
                     print(output, end="" if output.endswith("\n") else "\n", flush=True)
                 if code == 0:
@@ -167,6 +175,12 @@ def reproduce(root: Path, targets: list[str] | None = None, jobs: int = 2, no_ru
     return outcome
 
 
+def stage_times(outcome: Outcome) -> dict[str, dict[str, float]]:
+    """Wall and CPU seconds of every stage DVC ran (skipped ones cost only DVC's check)."""
+    return {s: {"wall_s": round(outcome.spans[s][1] - outcome.spans[s][0], 2), "cpu_s": round(outcome.cpu[s], 2)}
+            for s in outcome.ran}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("targets", nargs="*", help="stage names (default: every stage)")
@@ -174,11 +188,22 @@ def main(argv: list[str] | None = None) -> int:
                         help="stages run at once (default: the number of CPUs)")
     parser.add_argument("--no-run-cache", action="store_true", help="run stages even if DVC's run cache has them")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the repository (default: here)")
+    parser.add_argument("--times", type=Path, help="write each stage's wall and CPU seconds here (JSON)")
     args = parser.parse_args(argv)
     try:
+        started = time.time()
         outcome = reproduce(args.root, args.targets, args.jobs, args.no_run_cache)
     except ValueError as error:
         parser.error(str(error))
+    times = stage_times(outcome)
+    if args.times:
+        args.times.write_text(json.dumps({"jobs": args.jobs, "wall_s": round(time.time() - started, 2),
+                                          "stages": times}, indent=1) + "\n")
+    if outcome.ran:
+        top = sorted(times.items(), key=lambda kv: -kv[1]["cpu_s"])[:5]
+        print(f"{len(outcome.ran)} stages ran in {time.time() - started:.0f} s wall, "
+              f"{sum(t['cpu_s'] for t in times.values()):.0f} s CPU; most CPU: "
+              + ", ".join(f"{s} {t['cpu_s']:.0f} s" for s, t in top), file=sys.stderr)
     if outcome.failed:
         print(f"failed: {', '.join(outcome.failed)}; not run: {', '.join(outcome.not_run) or 'none'}",
               file=sys.stderr)

@@ -15,6 +15,7 @@ import pytest
 
 from stages.assets import (
     digits,
+    efficientnet,
     enwiki,
     fashion_mnist,
     hypergraphs,
@@ -35,6 +36,7 @@ from stages.assets.config import (
     load_wikipedia,
 )
 from stages.assets.hypergraph_tables import load_hypergraphs_config
+from stages.assets.image_encoder import load_efficientnet
 from stages.assets.manifest import AssetError, verify_files
 from stages.core.stage import run_stage
 from tests.conftest import ROOT, write_params
@@ -76,6 +78,11 @@ def enwiki_asset(asset_params: Path, asset_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def minilm_asset(asset_params: Path, asset_root: Path) -> Path:
     return prepare(minilm, load_minilm, asset_params, asset_root, model=None)
+
+
+@pytest.fixture(scope="session")
+def efficientnet_asset(asset_params: Path, asset_root: Path) -> Path:
+    return prepare(efficientnet, load_efficientnet, asset_params, asset_root, model=None)
 
 
 @pytest.fixture(scope="session")

@@ -144,12 +144,15 @@ def smoke_repo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
                record_testsuite_property: Any) -> SmokeRepo:
     """The DAG at the smoke profile (the part the session's tests need), run once per session,
     without network where the machine allows it (so every test also proves the DAG is offline).
-    Its wall time goes into the JUnit XML as the suite property ``smoke_dag_seconds``."""
+    Its wall time goes into the JUnit XML as the suite property ``smoke_dag_seconds``, each stage's
+    wall and CPU seconds as ``smoke_stage_times`` (JSON)."""
     reuse = os.environ.get("SMOKE_REPO")
     if reuse:  # iterating on tests: a workspace an earlier session left (--basetemp), not rerun
         return SmokeRepo(root=Path(reuse).resolve())
     root = copy_repo(tmp_path_factory.mktemp("smoke_repo"))
+    times = tmp_path_factory.mktemp("smoke_times") / "times.json"
     start = time.perf_counter()
-    run_cmd(repro_command(*repro_targets(request.session)), root)
+    run_cmd([*repro_command(*repro_targets(request.session)), "--times", str(times)], root)
     record_testsuite_property("smoke_dag_seconds", round(time.perf_counter() - start, 1))
+    record_testsuite_property("smoke_stage_times", json.dumps(json.loads(times.read_text())["stages"]))
     return SmokeRepo(root=root, network_free=bool(network_free_prefix()))

@@ -5,6 +5,7 @@ STEPS = (
     "enwiki",
     "smollm2",
     "minilm",
+    "efficientnet",
     "retrieval",
     "fashion_mnist",
     "digits",
@@ -30,6 +31,10 @@ STEP_PATHS = {
     "minilm-l6-v2": {
         "model": "models/assets/minilm-l6-v2",
         "manifest": "reports/assets/manifests/minilm-l6-v2.json",
+    },
+    "efficientnet-lite0": {
+        "model": "models/assets/efficientnet-lite0",
+        "manifest": "reports/assets/manifests/efficientnet-lite0.json",
     },
     "wikipedia-index": {
         "corpus": "data/assets/wikipedia",

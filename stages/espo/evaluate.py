@@ -17,6 +17,7 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.espo.config import PAPER, EvaluateConfig, ModelConfig, load_evaluate
 from stages.espo.diffusion import load_policy, success_and_reward
+from stages.espo.expectations import RL_LOG_COLUMNS
 from stages.espo.io import Examples, read_tables, task_examples
 
 MAIN = ("d1", "token_elbo", "espo")
@@ -100,7 +101,7 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     ws_manifest = read_json(Path(paths.warmstart) / "manifest.json")
     rl_manifest = read_json(Path(paths.rl_models) / "manifest.json")
     spec = ModelConfig(**ws_manifest["model"])
-    log = read_parquet(paths.rl_log)
+    log = read_parquet(paths.rl_log, columns=RL_LOG_COLUMNS)
     means = run_means(log, DIAGNOSTICS)
     tasks = sorted({r["task"] for r in rl_manifest["runs"]})
     tests = {t: task_examples(tables, t, "test") for t in tasks}

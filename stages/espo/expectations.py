@@ -38,11 +38,18 @@ def countdown_suite(n_rows: int, max_number: int, max_target: int) -> list[Any]:
     ]
 
 
+# the columns rl writes to ``rl_log``; its readers ask for them by name, so a table without one is refused
+RL_LOG_COLUMNS = ("iteration", "reward", "success", "loss", "clip_fraction", "log_ratio_std", "kl", "log_ratio_max",
+                  "last_clip_fraction", "last_log_ratio_std", "logp_minus_ref", "run", "task", "variant",
+                  "seed_index")
+
+
 def rl_log_suite(n_rows: int) -> list[Any]:
     """``rl_log``: one row per (run, iteration): mean reward in [0, 1], clip fractions in [0, 1], ratio spread ≥ 0."""
     import great_expectations.expectations as gxe
 
     return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=list(RL_LOG_COLUMNS), exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeBetween(column="reward", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="iteration", min_value=1),

@@ -5,11 +5,10 @@ PATHS = {
     # data
     "sudoku": "data/espo/sudoku.parquet",
     "countdown": "data/espo/countdown.parquet",
-    # warmstart writes `models` and `train_log`; rl, evaluate and report read them as `warmstart`, `warmstart_log`
+    # warmstart writes `models` and `train_log`; rl, evaluate and report read the models as `warmstart`
     "models": "models/espo/warmstart",
     "train_log": "data/espo/warmstart_log.parquet",
     "warmstart": "models/espo/warmstart",
-    "warmstart_log": "data/espo/warmstart_log.parquet",
     # rl writes `models` (see STEP_PATHS) and `rl_log`; evaluate reads the models as `rl_models`
     "rl_log": "data/espo/rl_log.parquet",
     "rl_models": "models/espo/rl",

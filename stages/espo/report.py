@@ -14,6 +14,7 @@ from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figur
 from stages.core.stage import StageContext, Step, inp
 from stages.core.verdict import CheckOutcome, ClaimRecord, Verdict, VerdictRule, check_status
 from stages.espo.config import PAPER, ReportInputs, load_report
+from stages.espo.expectations import RL_LOG_COLUMNS
 
 TIMED_STEPS = ("data", "warmstart", "rl", "evaluate")
 CARD = PaperCard(
@@ -43,7 +44,6 @@ LABELS = {"d1": "d1 (mean-field token ratios)", "token_elbo": "token-level ELBO 
 class Paths(ReportPaths):
     evaluation: Path = inp("metrics from evaluate")
     rl_log: Path = inp("RL reward curves")
-    warmstart_log: Path = inp("warm-start loss curve")
     warmstart: Path = inp("warm-start manifest (validation curve, chosen step)")
 
 
@@ -233,7 +233,7 @@ def parameter_counts(folder: Path, tasks: list[str]) -> dict[str, int]:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
-    log = read_parquet(paths.rl_log)
+    log = read_parquet(paths.rl_log, columns=RL_LOG_COLUMNS)
     ws = read_json(Path(paths.warmstart) / "manifest.json")
     timings = read_timings(paths.timings, TIMED_STEPS)
     runs = pd.DataFrame(ev["runs"])

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+# the columns of the tables that more than one step reads (readers ask for them by name)
+INSTANCES_COLUMNS = ("instance", "lam", "seed_index", "matrix_seed", "init", "alpha_u", "alpha_v", "init_seed", "p",
+                     "n")
+TRAJECTORIES_COLUMNS = ("instance", "init", "t", "q_u", "q_v")
+THEORY_COLUMNS = ("lam", "init", "t", "q_u", "q_v")
+
 
 def instances_suite() -> list[Any]:
     """``instances``: one row per (matrix, initial condition); specs and seeds, no matrices."""
     import great_expectations.expectations as gxe
 
-    cols = ["instance", "lam", "seed_index", "matrix_seed", "init", "alpha_u", "alpha_v", "init_seed", "p", "n"]
+    cols = list(INSTANCES_COLUMNS)
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
         *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
@@ -27,7 +33,7 @@ def trajectories_suite() -> list[Any]:
     """``trajectories``: overlaps along RGD are cosines, so they lie in [-1, 1]."""
     import great_expectations.expectations as gxe
 
-    cols = ["instance", "init", "t", "q_u", "q_v"]
+    cols = list(TRAJECTORIES_COLUMNS)
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
         *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],
@@ -42,7 +48,7 @@ def theory_suite() -> list[Any]:
     """``theory``: the large-dimension overlaps, also cosines."""
     import great_expectations.expectations as gxe
 
-    cols = ["lam", "init", "t", "q_u", "q_v"]
+    cols = list(THEORY_COLUMNS)
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True),
         *[gxe.ExpectColumnValuesToNotBeNull(column=c) for c in cols],

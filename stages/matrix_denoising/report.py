@@ -13,6 +13,7 @@ from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.matrix_denoising.config import PAPER, ReportInputs, limit_threads, load_report
+from stages.matrix_denoising.expectations import INSTANCES_COLUMNS, THEORY_COLUMNS, TRAJECTORIES_COLUMNS
 from stages.matrix_denoising.theory import bbp_overlaps
 
 TIMED_STEPS = ("data", "train", "flow_studies", "evaluate")
@@ -151,9 +152,9 @@ def plot_transition(transition: dict[str, Any], path: Path) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     limit_threads(cfg.report.max_threads, ctx.threads)
-    instances = read_parquet(paths.instances)
-    traj = read_parquet(paths.trajectories)
-    theory = read_parquet(paths.theory)
+    instances = read_parquet(paths.instances, columns=INSTANCES_COLUMNS)
+    traj = read_parquet(paths.trajectories, columns=TRAJECTORIES_COLUMNS)
+    theory = read_parquet(paths.theory, columns=THEORY_COLUMNS)
     ev = read_json(paths.evaluation)
     timings = read_timings(paths.timings, TIMED_STEPS)
     # gradient descent runs ev["seeds"]; the flow studies run their own (more) seeds

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stages.core.config import Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
@@ -26,6 +27,7 @@ class DataConfig(Section):
     n_train: int = Field(ge=1)
     n_val: int = Field(ge=1)
     n_test: int = Field(ge=1)
+    max_threads: MaxThreads = 1
 
     @model_validator(mode="after")
     def _check(self) -> DataConfig:
@@ -52,7 +54,10 @@ class TrainConfig(Section):
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=1)
     lr: float = Field(gt=0, le=1)
+    warmup_steps: int = Field(default=0, ge=0)
+    cosine_decay: bool = False
     trainer: TrainerConfig
+    max_threads: MaxThreads = 1
 
     @model_validator(mode="after")
     def _check(self) -> TrainConfig:
@@ -71,15 +76,30 @@ class EtaGrid(Section):
 
 
 class EvaluateConfig(Section):
-    """Context lengths T, MD steps, η grid, Bayes importance sampling, models compared."""
+    """Context lengths T, MD steps, η grid, Bayes importance sampling, shrinkage and control grids, models compared."""
 
     lengths: list[int] = Field(min_length=1)
+    gate_min_length: int = Field(ge=2)
     md_steps: list[int] = Field(min_length=1)
     eta_grid: EtaGrid
+    beta_grid_n: int = Field(ge=3)
+    positional_grid_step: float = Field(gt=0, le=0.5)
     bayes_samples: int = Field(ge=10)
     ess_floor: float = Field(gt=0)
     shallow_model: str
     deep_model: str
+    baseline_model: str
+    max_threads: MaxThreads = 1
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluateConfig:
+        if 1 not in self.md_steps or not any(k >= 2 for k in self.md_steps):
+            raise ValueError(f"md_steps must hold 1 and some k >= 2, got {self.md_steps}")
+        if not any(t >= self.gate_min_length for t in self.lengths):
+            raise ValueError(f"no length reaches gate_min_length={self.gate_min_length}: {self.lengths}")
+        if abs(round(1.0 / self.positional_grid_step) * self.positional_grid_step - 1.0) > 1e-9:
+            raise ValueError("positional_grid_step must divide 1")
+        return self
 
 
 class EvaluateInputs(Section):

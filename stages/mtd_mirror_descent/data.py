@@ -12,6 +12,7 @@ import pandas as pd
 from stages.core.io import write_parquet
 from stages.core.seeding import rng
 from stages.core.stage import StageContext, Step, out
+from stages.core.threads import cap_threads
 from stages.mtd_mirror_descent.config import PAPER, DataConfig, load_data
 from stages.mtd_mirror_descent.io import validate
 from stages.mtd_mirror_descent.mtd import sample_sequences, transition_matrix
@@ -44,6 +45,7 @@ def build_tables(cfg: DataConfig, seed: int) -> tuple[pd.DataFrame, pd.DataFrame
 
 def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Build, validate and write the tables."""
+    cap_threads(cfg.max_threads)
     pi, sequences, tokens = build_tables(cfg, ctx.seed)
     validate(pi, sequences, tokens)
     write_parquet(pi, paths.pi)

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
+# columns of the tables read by more than one step (readers ask for them by name)
+PI_COLUMNS = ("from_token", "to_token", "prob")
+TRAIN_LOG_COLUMNS = ("model", "seed_index", "step", "loss")
+
 
 def transition_suite(q: int) -> list[Any]:
     """``pi``: q × q strictly positive transition probabilities."""
     import great_expectations.expectations as gxe
 
     return [
-        gxe.ExpectTableColumnsToMatchSet(column_set=["from_token", "to_token", "prob"], exact_match=True),
+        gxe.ExpectTableColumnsToMatchSet(column_set=list(PI_COLUMNS), exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=q * q),
         gxe.ExpectColumnValuesToBeBetween(column="from_token", min_value=0, max_value=q - 1),
         gxe.ExpectColumnValuesToBeBetween(column="to_token", min_value=0, max_value=q - 1),

@@ -10,7 +10,7 @@ import pandas as pd
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet
 from stages.mtd_mirror_descent.config import PAPER
-from stages.mtd_mirror_descent.expectations import sequences_suite, tokens_suite, transition_suite
+from stages.mtd_mirror_descent.expectations import PI_COLUMNS, sequences_suite, tokens_suite, transition_suite
 
 
 def validate(pi: pd.DataFrame, sequences: pd.DataFrame, tokens: pd.DataFrame) -> tuple[int, int, int]:
@@ -34,7 +34,8 @@ def load_split(sequences: pd.DataFrame, tokens: pd.DataFrame, split: str) -> tup
 
 def read_tables(paths: Any) -> tuple[np.ndarray, pd.DataFrame, pd.DataFrame, int]:
     """Read and validate π*, sequences and tokens; return (π*, sequences, tokens, m)."""
-    pi_df, sequences, tokens = read_parquet(paths.pi), read_parquet(paths.sequences), read_parquet(paths.tokens)
+    pi_df = read_parquet(paths.pi, columns=PI_COLUMNS)
+    sequences, tokens = read_parquet(paths.sequences), read_parquet(paths.tokens)
     q, m, _ = validate(pi_df, sequences, tokens)
     pi = np.zeros((q, q))
     pi[pi_df.from_token, pi_df.to_token] = pi_df.prob

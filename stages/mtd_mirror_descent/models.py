@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import nn
 
@@ -23,3 +25,11 @@ def build_model(spec: ModelSpec, q: int, m: int, seq_len: int, seed: int | None 
     if spec.kind == "attention_only":
         return AttentionOnlyTransformer(q, spec.n_layers, spec.d_model, spec.n_heads, spec.d_head, max_offset=m + 1)
     return TinyGPT(q, spec.d_model, spec.n_layers, spec.n_heads, max_len=seq_len)
+
+
+def lr_factor(step: int, warmup: int, total: int, cosine: bool) -> float:
+    """Learning-rate multiplier: linear warm-up over ``warmup`` steps, then constant or cosine decay to 0."""
+    ramp = min(1.0, (step + 1) / warmup) if warmup > 0 else 1.0
+    if not cosine:
+        return ramp
+    return ramp * 0.5 * (1.0 + math.cos(math.pi * min(step, total) / max(total, 1)))

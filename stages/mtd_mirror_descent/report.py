@@ -12,6 +12,7 @@ from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.mtd_mirror_descent.config import PAPER, ReportInputs, load_report
+from stages.mtd_mirror_descent.expectations import TRAIN_LOG_COLUMNS
 
 TIMED_STEPS = ("data", "train", "evaluate")
 CARD = PaperCard(
@@ -89,7 +90,7 @@ def plot_training(log: Any, path: Path, window: int = 50) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
-    log = read_parquet(paths.train_log)
+    log = read_parquet(paths.train_log, columns=TRAIN_LOG_COLUMNS)
     timings = read_timings(paths.timings, TIMED_STEPS)
     headline = {k: mean_std(v, 4) for k, v in ev["per_seed"].items()}
     claim = decide_claim(CARD, cfg.verdict, ev["per_seed"], seeds=ev["seeds"], profile=ctx.profile,
@@ -106,14 +107,23 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     close_rows = [{"model": n, **{e: mean_std([r[e] for r in runs], 4) for e in runs[0]},
                    "closest (seed 0..)": ", ".join(min(r, key=r.get) for r in runs)}
                   for n, runs in ev["closeness"].items()]
-    att_rows = [{"model": n, "trained TV": mean_std([a["trained_tv"] for a in runs], 3),
+    shrunk_rows = [{"model": n, **{f"{e} (β)": f"{mean_std([r[e]['tv'] for r in runs], 4)} "
+                                   f"(β {', '.join(format(r[e]['beta'], '.2f') for r in runs)})" for e in runs[0]},
+                    "closest (seed 0..)": ", ".join(min(r, key=lambda e, r=r: r[e]["tv"]) for r in runs)}
+                   for n, runs in ev["shrunk"].items()]
+    att_rows = [{"model": n, "trained TV (head chosen on validation)": mean_std([a["trained_tv"] for a in runs], 3),
+                 "content-blind positional head TV": mean_std([a["positional_tv"] for a in runs], 3),
                  "untrained TV": mean_std([a["untrained_tv"] for a in runs], 3)}
                 for n, runs in ev["attention"].items() if runs]
+    reported = {k: mean_std(v, 4) for k, v in ev["reported"].items()}
+    per_seed_rows = [{"metric": k, **{f"seed {i}": format(x, ".4f") for i, x in enumerate(v)}}
+                     for k, v in {**ev["per_seed"], **ev["reported"]}.items()]
     steps = log.groupby(["model", "seed_index"]).step.max()
-    metrics = {"per_seed": ev["per_seed"], "kl": ev["kl"], "model_kl": ev["model_kl"],
-               "closeness": ev["closeness"], "verdict": claim.verdict}
+    metrics = {"per_seed": ev["per_seed"], "reported": ev["reported"], "kl": ev["kl"], "model_kl": ev["model_kl"],
+               "closeness": ev["closeness"], "shrunk": ev["shrunk"], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=ev, train_steps=int(steps.max()), kl_rows=kl_rows,
-                 close_rows=close_rows, att_rows=att_rows, has_attention=has_attention)
+                 close_rows=close_rows, shrunk_rows=shrunk_rows, att_rows=att_rows, reported=reported,
+                 per_seed_rows=per_seed_rows, has_attention=has_attention)
     return {"verdict": claim.verdict}
 
 

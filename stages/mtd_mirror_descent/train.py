@@ -13,10 +13,11 @@ from torch.nn import functional as F
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
 from stages.mtd_mirror_descent.config import PAPER, TrainConfig, load_train
 from stages.mtd_mirror_descent.io import load_split, read_tables
-from stages.mtd_mirror_descent.models import build_model, init_seed
+from stages.mtd_mirror_descent.models import build_model, init_seed, lr_factor
 
 
 @dataclass(frozen=True)
@@ -31,9 +32,9 @@ class Paths:
 class NextTokenModule(lightning.LightningModule):
     """Cross-entropy of y_{t+1} under the model's prediction at t, over all positions."""
 
-    def __init__(self, model: torch.nn.Module, lr: float) -> None:
+    def __init__(self, model: torch.nn.Module, cfg: TrainConfig) -> None:
         super().__init__()
-        self.model, self.lr = model, lr
+        self.model, self.cfg = model, cfg
         self.losses: list[float] = []
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -43,8 +44,12 @@ class NextTokenModule(lightning.LightningModule):
         self.losses.append(float(loss.detach()))
         return loss
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.model.parameters(), lr=self.lr)
+    def configure_optimizers(self) -> dict[str, Any]:
+        cfg = self.cfg
+        opt = torch.optim.Adam(self.model.parameters(), lr=cfg.lr)
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda s: lr_factor(s, cfg.warmup_steps, cfg.trainer.max_steps, cfg.cosine_decay))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 def train_one(module: NextTokenModule, train_tokens: torch.Tensor, cfg: TrainConfig, seed: int) -> None:
@@ -56,6 +61,7 @@ def train_one(module: NextTokenModule, train_tokens: torch.Tensor, cfg: TrainCon
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every (model, seed); write weights and the loss curves."""
+    cap_threads(cfg.max_threads)
     pi, sequences, tokens, m = read_tables(paths)
     train_tokens, _ = load_split(sequences, tokens, "train")
     q, seq_len = pi.shape[0], train_tokens.shape[1]
@@ -66,7 +72,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             for s in range(cfg.n_seeds):
                 seed = init_seed(ctx.seed, spec.name, s)
                 lightning.seed_everything(seed, workers=True, verbose=False)
-                module = NextTokenModule(build_model(spec, q, m, seq_len, seed), cfg.lr)
+                module = NextTokenModule(build_model(spec, q, m, seq_len, seed), cfg)
                 train_one(module, x, cfg, seed)
                 save_safetensors(dict(module.model.state_dict()), folder / f"{spec.name}_s{s}.safetensors",
                                  metadata={"model": spec.name, "seed_index": str(s)})

@@ -7,7 +7,14 @@ import shutil
 import numpy as np
 import pytest
 
-from stages.assets.loaders import CHUNKS_FILE, INDEX_FILE, load_causal_lm, load_retrieval_index, load_sentence_encoder
+from stages.assets.image_encoder import load_image_encoder
+from stages.assets.loaders import (
+    CHUNKS_FILE,
+    INDEX_FILE,
+    load_causal_lm,
+    load_retrieval_index,
+    load_sentence_encoder,
+)
 from stages.assets.manifest import AssetError
 from stages.assets.minilm import paraphrase_margin
 from stages.assets.smollm2 import greedy_continuation
@@ -79,3 +86,21 @@ def test_smollm2_dequantised_asset(smollm2_asset):
 def test_missing_lm_names_the_stage(tmp_path):
     with pytest.raises(AssetError, match=r"dvc repro assets-smollm2-135m"):
         load_causal_lm(tmp_path / "smollm2-135m")
+
+
+def test_efficientnet_lite0_loads_frozen_and_classifies_the_sample_photos(efficientnet_asset):
+    from stages.assets.efficientnet import sample_photo_top5
+
+    model = load_image_encoder(efficientnet_asset)
+    assert not any(p.requires_grad for p in model.parameters()) and not model.training
+    top5 = sample_photo_top5(model, 224)
+    assert 985 in top5["flower"]  # ImageNet "daisy"
+    assert {442, 698} & set(top5["china"])  # "bell cote" / "palace"
+    manifest = read_json(efficientnet_asset / "manifest.json")
+    assert manifest["details"]["check_top5"] == top5
+
+
+def test_corrupt_image_encoder_is_detected(efficientnet_asset, tmp_path):
+    bad = corrupt_copy(efficientnet_asset, tmp_path, "model.safetensors")
+    with pytest.raises(AssetError, match=r"model\.safetensors is corrupt.*dvc repro assets-efficientnet-lite0"):
+        load_image_encoder(bad)

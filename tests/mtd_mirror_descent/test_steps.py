@@ -29,9 +29,17 @@ def test_train_writes_every_model_and_seed(smoke_repo):
 
 def test_evaluation_reports_every_metric_per_seed_and_an_exact_construction(smoke_repo):
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
-    assert set(ev["per_seed"]) == {"shallow_uniform_minus_md1_tv", "shallow_bayes_minus_md1_tv",
-                                   "md2_tv_shallow_minus_deep", "shallow_layer1_tv_gain"}
+    assert set(ev["per_seed"]) == {"shallow_kl_over_md1", "shallow_bayes_minus_md1_shrunk_tv",
+                                   "deep_multistep_margin_shrunk_tv", "shallow_layer1_gain_over_positional"}
     assert all(len(v) == 2 for v in ev["per_seed"].values())
+    assert all(len(v) == 2 for v in ev["reported"].values())
+    # every shrinkage β was fitted inside [0, 1]; the baseline is in every table
+    for runs in ev["shrunk"].values():
+        assert all(0.0 <= r[e]["beta"] <= 1.0 for r in runs for e in r)
+    assert ev["baseline_model"] in ev["shrunk"] and ev["baseline_model"] in ev["model_kl"]
+    # the positional control is the same for every seed and no worse than uniform over lags
+    att = ev["attention"][ev["shallow_model"]]
+    assert len({a["positional_tv"] for a in att}) == 1
     assert ev["construction_max_abs_error"] < 1e-6
     for t in ev["lengths"]:
         assert ev["kl"]["md1"][str(t)] < ev["kl"]["uniform"][str(t)] or t < 10
@@ -47,8 +55,9 @@ def test_report_writes_claim_and_plots(smoke_repo):
     assert f"**Verdict: {claim.verdict}**" in text
     # counts in the prose come from the run, not from the default profile
     data, train = smoke_repo.config(f"{PAPER}-data"), smoke_repo.config(f"{PAPER}-train")
-    assert f"Test sequences: {data.n_test};" in text
+    assert f"Test sequences: {data.n_test} (validation: {data.n_val});" in text
     assert f"trained from scratch for {train.trainer.max_steps} steps each" in text
+    assert "## Rule history" in text and "## Sizing history" in text
 
 
 def test_corrupt_tokens_fail_validation_naming_the_column(smoke_repo, tmp_path):
@@ -63,9 +72,9 @@ def test_corrupt_tokens_fail_validation_naming_the_column(smoke_repo, tmp_path):
 
 def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_path):
     ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
-    del ev["per_seed"]["shallow_layer1_tv_gain"]
+    del ev["per_seed"]["shallow_layer1_gain_over_positional"]
     write_json(ev, tmp_path / "ev.json")
     outs = report_outs(tmp_path)
-    with pytest.raises(KeyError, match="shallow_layer1_tv_gain"):
+    with pytest.raises(KeyError, match="shallow_layer1_gain_over_positional"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()

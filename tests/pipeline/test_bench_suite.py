@@ -8,7 +8,10 @@ from benchmarks.suite import markdown, summarise
 
 JUNIT = """<?xml version="1.0"?>
 <testsuites><testsuite name="pytest" tests="5" time="1000.0">
-<properties><property name="smoke_dag_seconds" value="300.0"/></properties>
+<properties><property name="smoke_dag_seconds" value="300.0"/>
+<property name="smoke_stage_times"
+ value='{"alpha-train": {"wall_s": 200.0, "cpu_s": 350.0}, "beta-data": {"wall_s": 90.0, "cpu_s": 80.5}}'/>
+</properties>
 <testcase classname="tests.alpha.test_steps" name="test_a" time="310.0"/>
 <testcase classname="tests.beta.test_steps" name="test_b" time="10.0"/>
 <testcase classname="tests.pipeline.test_repro_smoke"
@@ -30,6 +33,11 @@ def test_per_paper_cost_and_projection_by_hand(tmp_path):
     assert result["per_folder_s"] == {"pipeline": 300.0, "flows": 40.0, "alpha": 10.0, "beta": 10.0}
     assert result["slowest"][0]["seconds"] == 280.0
     assert "| smoke DAG, determinism rerun | 280.0 |" in markdown(result)
+    # the shared run's stages, by CPU, and their sum per paper
+    assert result["smoke_dag_cpu_s"] == 430.5
+    assert result["smoke_dag_cpu_s_per_paper"] == {"alpha": 350.0, "beta": 80.5}
+    assert [r["stage"] for r in result["smoke_stages_most_cpu"]] == ["alpha-train", "beta-data"]
+    assert "| `alpha-train` | 350.0 | 200.0 |" in markdown(result)
 
 
 def test_a_run_without_the_smoke_dag_time_is_refused(tmp_path):

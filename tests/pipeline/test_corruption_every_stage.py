@@ -76,19 +76,9 @@ def _declared() -> list[tuple[str, str]]:
 # corrupt). They are reported, not run (most run their stage to the end, which the suite cannot afford);
 # after a fix, take the case off the list and the test runs it.
 KNOWN_GAPS = {
-    "truncated": {
-        "espo-report.warmstart_log",  # declared, never read
-    },
-    "dropped_column": {
-        "espo-evaluate.rl_log", "espo-report.rl_log", "espo-report.warmstart_log",
-        "matrix_denoising-report.instances", "matrix_denoising-report.theory",
-        "matrix_denoising-report.trajectories", "mtd_mirror_descent-evaluate.pi",
-        "mtd_mirror_descent-report.train_log", "mtd_mirror_descent-train.pi",
-    },
-    "nan_weights": {
-        "espo-evaluate.rl_models", "espo-evaluate.warmstart", "espo-report.warmstart", "espo-rl.warmstart",
-        "mtd_mirror_descent-evaluate.models",
-    },
+    "truncated": set(),
+    "dropped_column": set(),
+    "nan_weights": set(),
 }
 
 

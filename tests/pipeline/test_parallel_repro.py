@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
 import pytest
@@ -41,6 +42,18 @@ def test_a_target_runs_only_what_it_needs(tmp_path):
     repo = make_fixture_repo(tmp_path / "r")
     outcome = reproduce(repo, ["alpha-report"], jobs=2, echo=False)
     assert set(outcome.ran) == {"assets-base", "alpha-data", "alpha-report"}
+
+
+def test_times_give_each_stage_its_wall_and_cpu_seconds(tmp_path):
+    repo = make_fixture_repo(tmp_path / "r")
+    set_params(repo, alpha={"sleep": 2})
+    assert main(["--jobs", "2", "--root", str(repo), "--times", str(tmp_path / "t.json"), "alpha-data"]) == 0
+    times = json.loads((tmp_path / "t.json").read_text())
+    assert set(times["stages"]) == {"assets-base", "alpha-data"} and times["jobs"] == 2
+    data = times["stages"]["alpha-data"]
+    # alpha-data sleeps 2 s: its wall time holds the sleep, its CPU time (DVC and python starting) is measured
+    assert data["wall_s"] >= 2 and 0 < data["cpu_s"]
+    assert times["wall_s"] >= data["wall_s"]
 
 
 def test_a_failed_stage_stops_new_stages_and_the_command_exits_1(tmp_path, capsys):

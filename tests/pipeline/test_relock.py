@@ -1,0 +1,104 @@
+"""stages/relock.py: an output-neutral code change recorded in dvc.lock on a clone that holds no outputs."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from stages.relock import compare, main, record
+from tests.flows.conftest import BIN, git, run
+
+DVC_YAML = {"stages": {
+    "a": {"cmd": "python a.py", "deps": ["a.py"], "params": ["a.n"], "outs": ["data/a.txt"]},
+    "b": {"cmd": "python b.py", "deps": ["b.py", "data/a.txt"], "params": ["b"],
+          "outs": [{"reports/b.txt": {"cache": False}}]},
+}}
+A_PY = "import yaml\nn = yaml.safe_load(open('params.yaml'))['a']['n']\nopen('data/a.txt', 'w').write('x' * n)\n"
+B_PY = ("import os\nos.makedirs('reports', exist_ok=True)\n"
+        "open('reports/b.txt', 'w').write(open('data/a.txt').read() * 2)\n")
+
+
+def _status(repo: Path) -> str:
+    return run([str(BIN / "dvc"), "status"], repo).stdout
+
+
+def _repo(dest: Path) -> Path:
+    """A git + DVC repo with two stages run once, then its data outputs and cache deleted (a fresh clone)."""
+    dest.mkdir()
+    (dest / "dvc.yaml").write_text(yaml.safe_dump(DVC_YAML, sort_keys=False))
+    (dest / "params.yaml").write_text(yaml.safe_dump({"a": {"n": 3}, "b": {"k": 1}}))
+    (dest / "a.py").write_text(A_PY)
+    (dest / "b.py").write_text(B_PY)
+    (dest / "data").mkdir()
+    run(["git", "init", "-q"], dest)
+    run([str(BIN / "dvc"), "init", "-q"], dest)
+    run([str(BIN / "dvc"), "repro"], dest)
+    git(dest, "add", "-A")
+    git(dest, "commit", "-qm", "results")
+    shutil.rmtree(dest / ".dvc" / "cache")
+    (dest / "data" / "a.txt").unlink()
+    return dest
+
+
+def _lock(repo: Path) -> dict:
+    return yaml.safe_load((repo / "dvc.lock").read_text())["stages"]
+
+
+def test_a_code_change_is_recorded_and_the_locked_outputs_are_kept(tmp_path):
+    repo = _repo(tmp_path / "r")
+    before = _lock(repo)
+    assert "modified" not in _status(repo)  # only the absent outputs
+    (repo / "b.py").write_text("# a comment changes no output\n" + B_PY)
+    (repo / "a.py").write_text("# so does this one\n" + A_PY)
+    status = _status(repo)
+    assert "modified:           b.py" in status and "modified:           a.py" in status
+    assert record(repo, ["b"]) == ["b"]
+    after = _lock(repo)
+    assert after["b"]["outs"] == before["b"]["outs"]
+    assert after["a"] == before["a"]  # a stage not named is left alone
+    status = _status(repo)
+    assert "b.py" not in status and "modified:           a.py" in status
+    assert main(["record", "--all", "--root", str(repo)]) == 0
+    assert "modified" not in _status(repo)
+    assert _lock(repo)["a"]["outs"] == before["a"]["outs"]
+
+
+def test_a_params_change_is_recorded_with_its_value(tmp_path):
+    repo = _repo(tmp_path / "r")
+    (repo / "params.yaml").write_text(yaml.safe_dump({"a": {"n": 3}, "b": {"k": 1, "note": "x"}}))
+    assert "modified:           b" in _status(repo)
+    record(repo, ["b"])
+    assert _lock(repo)["b"]["params"] == {"params.yaml": {"b": {"k": 1, "note": "x"}}}
+    assert "modified" not in _status(repo)
+
+
+def test_unknown_stages_and_missing_deps_are_refused_before_the_lock_is_written(tmp_path):
+    repo = _repo(tmp_path / "r")
+    text = (repo / "dvc.lock").read_text()
+    with pytest.raises(SystemExit, match="not a locked stage"):
+        record(repo, ["c"])
+    (repo / "b.py").unlink()
+    with pytest.raises(SystemExit, match=r"b: dep b\.py is neither a file here"):
+        record(repo, ["b"])
+    assert (repo / "dvc.lock").read_text() == text
+
+
+def test_compare_tells_a_changed_result_from_a_changed_timing(tmp_path):
+    def workspace(name: str, data_md5: str, timing_md5: str) -> Path:
+        root = tmp_path / name
+        root.mkdir()
+        lock = {"schema": "2.0", "stages": {"p-train": {"cmd": "x", "outs": [
+            {"path": "data/p/model.safetensors", "md5": data_md5},
+            {"path": "reports/p/timings/train.json", "md5": timing_md5}]}}}
+        (root / "dvc.lock").write_text(yaml.safe_dump(lock))
+        return root
+
+    old, same, moved = workspace("old", "aa", "t1"), workspace("same", "aa", "t2"), workspace("moved", "bb", "t1")
+    assert compare(old, same) == ([], ["p-train: reports/p/timings/train.json"], 1)
+    assert main(["compare", str(old), str(same)]) == 0
+    assert compare(old, moved)[0] == ["p-train: data/p/model.safetensors"]
+    assert main(["compare", str(old), str(moved)]) == 1
+    assert main(["compare", str(old), str(moved), "q-"]) == 1  # nothing compared is no proof
