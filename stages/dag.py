@@ -11,7 +11,8 @@ Every stage entry is derived, never written by hand:
 - the step's code deps are its import closure, file by file (package ``__init__``\\ s included),
   plus the report templates (each file) for a report step.
 
-An input folder that holds other stages' outputs depends on those outputs. The ``claims``
+An input folder that holds other stages' outputs depends on those outputs; an input that is one
+file of another stage's output folder (a model's ``manifest.json``) depends on that file only. The ``claims``
 stage depends on every paper's ``claim.json``, in the order of ``papers:`` in params.yaml.
 """
 
@@ -226,11 +227,17 @@ def _expand_folder_inputs(specs: list[StageSpec]) -> None:
         s.deps = deps
 
 
+def _inside_output(path: str, produced: set[str]) -> bool:
+    """Whether ``path`` is one file of a folder another stage outputs (DVC tracks such a dep by itself)."""
+    return any(path.startswith(p.rstrip("/") + "/") for p in produced)
+
+
 def _check_inputs(specs: list[StageSpec]) -> None:
     produced = {path for s in specs for path, _ in s.outs} | {m for s in specs for m in s.metrics}
     for s in specs:
         for d in s.deps:
-            if d.startswith(("data/", "models/", "reports/")) and d not in produced:
+            if d.startswith(("data/", "models/", "reports/")) and d not in produced \
+                    and not _inside_output(d, produced):
                 raise DagError(f"{s.name}: input {d} is produced by no stage (check stages/*/pipeline.py PATHS)")
 
 

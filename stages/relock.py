@@ -65,6 +65,7 @@ def record(root: Path, names: list[str]) -> list[str]:
     changed = []
     for name in names or [n for n in spec if n in lock["stages"]]:
         stage, old = spec[name], lock["stages"][name]
+        old_deps = {d["path"]: d for d in old.get("deps", [])}
         deps = []
         for dep in stage.get("deps", []):
             if dep in produced:
@@ -73,6 +74,9 @@ def record(root: Path, names: list[str]) -> list[str]:
                 deps.append({"path": dep, **{k: v for k, v in locked_outs[dep].items() if k != "path"}})
             elif (root / dep).is_file():
                 deps.append(file_hash(root / dep, dep))
+            elif any(dep.startswith(p.rstrip("/") + "/") for p in produced) and dep in old_deps:
+                # one file of another stage's output folder, not on disk here: its locked hash stands
+                deps.append(old_deps[dep])
             else:
                 raise SystemExit(f"{name}: dep {dep} is neither a file here nor another stage's output")
         entry: dict[str, Any] = {"cmd": stage["cmd"], "deps": sorted(deps, key=lambda d: d["path"])}

@@ -5,12 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from stages.core.config import ConfigError, Section, load_section
 from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
+from stages.dupo.problems import mask_domain
 
 PAPER = "dupo"
 Method = Literal["oracle", "dupo", "dupo_nofilter"]
@@ -36,6 +37,23 @@ class DataConfig(Section):
         if self.min_ops > self.max_ops:
             raise ValueError("min_ops must not exceed max_ops")
         return self
+
+
+class Domains(BaseModel):
+    """The values a hidden number of each operation can take: the generator's bounds (``dupo.data``)."""
+
+    model_config = ConfigDict(frozen=True)
+    max_number: int
+    max_factor: int
+    max_divisor: int
+
+    def __call__(self, op: str) -> tuple[int, int]:
+        return mask_domain(op, self.max_number, self.max_factor, self.max_divisor)
+
+
+def domains_of(data: DataConfig) -> Domains:
+    """The hidden-number domains the label-free filter solves over (set by the generator, not by labels)."""
+    return Domains(max_number=data.max_number, max_factor=data.max_factor, max_divisor=data.max_divisor)
 
 
 class ModelConfig(Section):
@@ -94,6 +112,14 @@ class RLConfig(Section):
     dual_solver: Literal["frozen_sft", "policy"]
     grad_clip: float = Field(gt=0)
     max_threads: MaxThreads
+    _domains: Domains | None = PrivateAttr(default=None)
+
+    @property
+    def domains(self) -> Domains:
+        """The hidden-number domains, from ``dupo.data`` (set by :func:`load_rl`)."""
+        if self._domains is None:
+            raise ConfigError(f"{PAPER}.rl: loaded without the data section's domains (use load_rl)")
+        return self._domains
 
     @model_validator(mode="after")
     def _check(self) -> RLConfig:
@@ -111,6 +137,14 @@ class EvaluateConfig(Section):
     max_new: int = Field(ge=1)
     batch_size: int = Field(ge=1)
     max_threads: MaxThreads
+    _domains: Domains | None = PrivateAttr(default=None)
+
+    @property
+    def domains(self) -> Domains:
+        """The hidden-number domains, from ``dupo.data`` (set by :func:`load_evaluate`)."""
+        if self._domains is None:
+            raise ConfigError(f"{PAPER}.evaluate: loaded without the data section's domains (use load_evaluate)")
+        return self._domains
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateConfig:
@@ -150,13 +184,17 @@ def load_sft(params: Path) -> SFTConfig:
 
 
 def load_rl(params: Path) -> RLConfig:
-    """``dupo.rl``."""
-    return load_section(RLConfig, f"{PAPER}.rl", params)
+    """``dupo.rl``, with the hidden-number domains of ``dupo.data`` (the label-free filter solves over them)."""
+    cfg = load_section(RLConfig, f"{PAPER}.rl", params)
+    cfg._domains = domains_of(load_data(params))
+    return cfg
 
 
 def load_evaluate(params: Path) -> EvaluateConfig:
-    """``dupo.evaluate``."""
-    return load_section(EvaluateConfig, f"{PAPER}.evaluate", params)
+    """``dupo.evaluate``, with the hidden-number domains of ``dupo.data``."""
+    cfg = load_section(EvaluateConfig, f"{PAPER}.evaluate", params)
+    cfg._domains = domains_of(load_data(params))
+    return cfg
 
 
 def load_report(params: Path) -> ReportInputs:

@@ -3,8 +3,9 @@
 For a primal output y to problem x = (known part, unknown number u), the dual question is the
 known part with u hidden plus the answer parsed from y; the model's reconstruction û gives the
 self-supervised reward r(y) = 1[û = u] (§3.1, the binary case). No label of x is used: u is
-read off the problem itself. The filter (§3.2) decides which number may be hidden: only
-those whose dual has exactly one solution; without it any number may be hidden.
+read off the problem itself. The filter (§3.2) decides which number may be hidden: only those
+that the primal output's own answer determines uniquely (judged from the question and the output,
+never the label); without it any number may be hidden.
 """
 
 from __future__ import annotations
@@ -26,18 +27,19 @@ def mask_choices(duals: pd.DataFrame, use_filter: bool) -> dict[int, list[int]]:
     return {int(p): sorted(g.mask_index.astype(int).tolist()) for p, g in kept.groupby("problem_id")}
 
 
-def dual_questions(outputs: Sequence[str], masked_texts: Sequence[str]) -> list[str | None]:
-    """The dual question of each primal output: hidden-number text + its parsed answer (None: unparseable)."""
+def dual_questions(outputs: Sequence[str], masked_texts: Sequence[str | None]) -> list[str | None]:
+    """The dual question of each primal output: hidden-number text + its parsed answer (None: no question)."""
     questions: list[str | None] = []
     for out, masked in zip(outputs, masked_texts, strict=True):
         answer = parse_answer(out)
-        questions.append(None if answer is None else dual_prompt(masked, answer))
+        questions.append(None if answer is None or masked is None else dual_prompt(masked, answer))
     return questions
 
 
-def dupo_rewards(outputs: Sequence[str], masked_texts: Sequence[str], hidden: Sequence[int],
+def dupo_rewards(outputs: Sequence[str], masked_texts: Sequence[str | None], hidden: Sequence[int],
                  solve: Solver, cache: dict[str, str] | None = None) -> list[float]:
     """Self-supervised reward of each primal output: 1 if the dual reconstructs the hidden number (DuPO eq. 3)."""
+    # an output with no dual question (unparseable, or an answer that determines no number) gets 0
     questions = dual_questions(outputs, masked_texts)
     cache = {} if cache is None else cache
     todo = sorted({q for q in questions if q is not None and q not in cache})

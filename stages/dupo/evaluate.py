@@ -21,7 +21,7 @@ from stages.dupo.config import PAPER, EvaluateConfig, ModelConfig, load_evaluate
 from stages.dupo.duality import dual_questions, rerank_accuracies
 from stages.dupo.io import read_rl_log, read_tables, split
 from stages.dupo.model import TOKENIZER, WEIGHTS, dual_accuracy, generate, load_model, primal_outputs
-from stages.dupo.problems import dual_reward, parse_answer
+from stages.dupo.problems import dual_reward, parse_answer, unique_given_answer
 
 
 @dataclass(frozen=True)
@@ -45,25 +45,36 @@ def held_out(lm: TinyGPT, tok: SmallTokenizer, test: pd.DataFrame, test_duals: p
             "dual_accuracy": dual_accuracy(lm, tok, test_duals, cfg.max_new)}
 
 
+def greedy_correct(lm: TinyGPT, tok: SmallTokenizer, problems: pd.DataFrame, max_new: int) -> list[bool]:
+    """Per problem: whether the greedy primal answer equals the label (the reranking table's greedy line)."""
+    parsed = [parse_answer(o) for o in primal_outputs(lm, tok, problems, max_new)]
+    return [a == t for a, t in zip(parsed, problems.answer, strict=True)]
+
+
 def dual_scores(lm: TinyGPT, tok: SmallTokenizer, problems: pd.DataFrame, samples: list[list[int | None]],
                 duals: pd.DataFrame, cfg: EvaluateConfig, cache: dict[str, str]) -> list[dict[int, float]]:
-    """Per problem and candidate answer: the share of its filter-passing hidden numbers the dual reconstructs."""
-    kept = duals[duals.passes_filter == 1]
-    by_problem = {int(p): g for p, g in kept.groupby("problem_id")}
+    """Per problem and candidate: the share of the numbers the candidate determines that its dual reconstructs.
+
+    The numbers are chosen by the label-free filter on the candidate itself; a candidate that
+    determines no number scores 0 (its duals are unanswerable or ambiguous)."""
+    by_problem = {int(p): g.set_index("mask_index") for p, g in duals.groupby("problem_id")}
     wanted = []
-    for pid, answers in zip(problems.problem_id.astype(int), samples, strict=True):
+    for pid, sig, nums, answers in zip(problems.problem_id.astype(int), problems.signature, problems.numbers,
+                                       samples, strict=True):
+        chain = (tuple(sig.split("-")), tuple(int(x) for x in nums.split(",")))
         for a in sorted({a for a in answers if a is not None}):
-            for masked, hidden in (zip(by_problem[pid].masked_text, by_problem[pid].hidden, strict=True)
-                                   if pid in by_problem else ()):
-                wanted.append((pid, a, dual_questions([f"#{a}"], [masked])[0], int(hidden)))
+            for i in unique_given_answer(*chain, a, cfg.domains):
+                row = by_problem[pid].loc[i]
+                wanted.append((pid, a, dual_questions([f"#{a}"], [row.masked_text])[0], int(row.hidden)))
     todo = sorted({q for _, _, q, _ in wanted if q not in cache})
     if todo:
         cache.update(zip(todo, generate(lm, tok, todo, cfg.max_new, 0.0, batch_size=cfg.batch_size), strict=True))
     totals: dict[tuple[int, int], list[float]] = {}
     for pid, a, q, hidden in wanted:
         totals.setdefault((pid, a), []).append(dual_reward(cache[q], hidden))
-    return [{a: float(np.mean(totals[(pid, a)])) for a in {x for x in answers if x is not None}
-             if (pid, a) in totals} for pid, answers in zip(problems.problem_id.astype(int), samples, strict=True)]
+    return [{a: float(np.mean(totals[(pid, a)])) if (pid, a) in totals else 0.0 for a in {x for x in answers
+                                                                                          if x is not None}}
+            for pid, answers in zip(problems.problem_id.astype(int), samples, strict=True)]
 
 
 def rerank(lm: TinyGPT, tok: SmallTokenizer, problems: pd.DataFrame, duals: pd.DataFrame, cfg: EvaluateConfig,
@@ -121,8 +132,11 @@ def run(cfg: EvaluateConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                       cache) for s in tqdm(seeds, desc="rerank", unit="seed")]
     log = read_rl_log(paths.rl_log)
     per_seed = per_seed_metrics(sft, runs, reranks, cfg.rerank_ns)
-    write_json({"sft": sft, "runs": rows, "rerank": {"ns": cfg.rerank_ns, "per_seed": reranks}, "per_seed": per_seed,
-                "seeds": seeds, "n_test": len(test), "n_test_duals": len(passing), "n_rerank": min(cfg.n_rerank,
+    greedy_rerank = float(np.mean(greedy_correct(sft_lm, tok, test.head(cfg.n_rerank), cfg.max_new)))
+    write_json({"sft": sft, "runs": rows, "rerank": {"ns": cfg.rerank_ns, "per_seed": reranks,
+                                                     "sft_greedy": greedy_rerank}, "per_seed": per_seed,
+                "seeds": seeds, "n_test": len(test), "n_rl_split": len(split(problems, "rl")),
+                "n_rl_pool": int(manifest["n_pool"]), "n_test_duals": len(passing), "n_rerank": min(cfg.n_rerank,
                                                                                                   len(test)),
                 "filter": {"raw_duals": len(duals), "fail_share": float(1 - duals.passes_filter.mean()),
                            "fail_share_by_op": {op: float(1 - g.passes_filter.mean())

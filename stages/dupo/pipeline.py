@@ -4,7 +4,7 @@ STEPS = ("data", "sft", "rl", "evaluate", "report")
 PATHS = {
     "problems": "data/dupo/problems.parquet",
     "duals": "data/dupo/duals.parquet",
-    # sft writes `models` and `sft_log`; rl, evaluate and report read the models as `sft`
+    # sft writes `models` and `sft_log`; rl and evaluate read the models as `sft`
     "models": "models/dupo/sft",
     "sft_log": "data/dupo/sft_log.parquet",
     "sft": "models/dupo/sft",
@@ -14,4 +14,6 @@ PATHS = {
 }
 STEP_PATHS = {
     "rl": {"models": "models/dupo/rl"},
+    # the report reads the SFT manifest only: it depends on that file, not on the weights
+    "report": {"sft": "models/dupo/sft/manifest.json"},
 }

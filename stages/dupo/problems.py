@@ -16,6 +16,7 @@ remainders make many of them ambiguous).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,6 +147,12 @@ def solve_masked(ops: tuple[str, ...], numbers: tuple[int, ...], index: int, ans
 def passes_filter(solutions: list[int]) -> bool:
     """The answerable-and-unique filter: exactly one value reconstructs the stated answer."""
     return len(solutions) == 1
+
+
+def unique_given_answer(ops: tuple[str, ...], numbers: tuple[int, ...], answer: int,
+                        domain: Callable[[str], tuple[int, int]]) -> list[int]:
+    """The label-free filter (DuPO §3.2, judged from the question and an output): the numbers ``answer`` pins down."""
+    return [i for i, op in enumerate(ops) if passes_filter(solve_masked(ops, numbers, i, answer, domain(op)))]
 
 
 def mask_domain(op: str, max_number: int, max_factor: int, max_divisor: int) -> tuple[int, int]:

@@ -34,13 +34,14 @@ LABELS = {"oracle": "GRPO, oracle reward (RLVR)", "dupo": "GRPO, DuPO reward",
 GATE_TEXT = ("Gates ({gates}): unless each holds on every seed the verdict is inconclusive and the claim checks are "
              "reported as unclear; once they hold, the other checks alone decide the verdict by the rule above")
 DERIVED = "dupo_gain_minus_fraction_of_oracle_gain"
+RERANK_N = 8  # the N of the reranking check (dual_minus_majority_at_8)
 
 
 @dataclass(frozen=True)
 class Paths(ReportPaths):
     evaluation: Path = inp("metrics from evaluate")
     rl_log: Path = inp("RL reward curves")
-    sft: Path = inp("SFT manifest (validation curve, chosen step, size)")
+    sft: Path = inp("the SFT model's manifest.json (validation curve, chosen step, size; not its weights)")
 
 
 def gain_beyond_fraction(dupo_minus_sft: list[float], oracle_minus_sft: list[float], fraction: float) -> list[float]:
@@ -71,11 +72,18 @@ def gated_decide(rule: VerdictRule, per_seed: dict[str, list[float]], gates: lis
     return ("partly" if "holds" in statuses else "inconclusive"), outcomes
 
 
-def seeds_needed(values: list[float], margin: float) -> int | None:
-    """Seeds for a 95% interval of half-width ``margin`` on the mean, from the measured per-seed std."""
-    if len(values) < 2 or margin <= 0:
+def seeds_needed(values: list[float], threshold: float) -> int | None:
+    """Seeds for a 95% interval on the mean to exclude ``threshold``: n = ⌈(1.96 s / |mean − threshold|)²⌉."""
+    distance = abs(float(np.mean(values)) - threshold) if values else 0.0
+    if len(values) < 2 or distance < 1e-12:
         return None
-    return max(2, int(np.ceil((1.96 * float(np.std(values, ddof=1)) / margin) ** 2)))
+    return max(2, int(np.ceil((1.96 * float(np.std(values, ddof=1)) / distance) ** 2)))
+
+
+def rerank_minus_greedy(rerank: dict[str, Any], n: int) -> list[float]:
+    """Per seed: dual-rerank accuracy at N = ``n`` minus greedy SFT decoding on the same problems."""
+    k = list(rerank["ns"]).index(n)
+    return [r["dual"][k] - rerank["sft_greedy"] for r in rerank["per_seed"]]
 
 
 def smooth(x: np.ndarray, window: int) -> np.ndarray:
@@ -121,6 +129,7 @@ def plot_rerank(rerank: dict[str, Any], path: Path) -> None:
     with figure(path, figsize=(6.5, 4.2)) as (_, ax):
         for key, label in names.items():
             band(ax, ns, np.array([r[key] for r in rerank["per_seed"]]), label)
+        ax.axhline(rerank["sft_greedy"], ls="--", color="k", lw=1, label="greedy decoding (one answer)")
         ax.set_xscale("log", base=2)
         ax.set_xticks(ns, [str(n) for n in ns])
         ax.set_xlabel("N sampled answers (SFT model)")
@@ -146,12 +155,15 @@ def method_rows(runs: pd.DataFrame, sft: dict[str, float], log: pd.DataFrame) ->
     """One row per model: held-out accuracy, dual accuracy, parse rate, length; training reward agreement."""
     rows = [{"model": "SFT (start)", "test accuracy": f"{sft['primal_accuracy']:.3f}",
              "dual accuracy": f"{sft['dual_accuracy']:.3f}", "parsed": f"{sft['parsed']:.3f}",
-             "output chars": f"{sft['length']:.1f}", "reward = oracle (training)": ""}]
+             "output chars": f"{sft['length']:.1f}", "training reward": "", "rollout accuracy": "",
+             "reward = oracle (training)": ""}]
     for m in dict.fromkeys(runs.method):
         g, lg = runs[runs.method == m], log[log.method == m]
         rows.append({"model": LABELS[m], "test accuracy": mean_std(g.primal_accuracy.tolist()),
                      "dual accuracy": mean_std(g.dual_accuracy.tolist()), "parsed": mean_std(g.parsed.tolist()),
                      "output chars": mean_std(g.length.tolist(), 1),
+                     "training reward": mean_std(lg.groupby("seed_index").reward.mean().tolist()),
+                     "rollout accuracy": mean_std(lg.groupby("seed_index").oracle_accuracy.mean().tolist()),
                      "reward = oracle (training)": mean_std(lg.groupby("seed_index").reward_agreement.mean().tolist())})
     return rows
 
@@ -170,7 +182,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed metrics and write the report."""
     ev = read_json(paths.evaluation)
     log = read_rl_log(paths.rl_log)
-    manifest = read_json(Path(paths.sft) / "manifest.json")
+    manifest = read_json(paths.sft)
     timings = read_timings(paths.timings, TIMED_STEPS)
     runs = pd.DataFrame(ev["runs"])
     per_seed = dict(ev["per_seed"])
@@ -191,7 +203,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                         "verdict_rule": f"{claim.verdict_rule}. {gate_text}"})
     power = [{"check": c.name, "per-seed std": float(np.std(per_seed[c.metric], ddof=1))
               if len(per_seed[c.metric]) > 1 else float("nan"),
-              "seeds for a 95% interval of ± margin": seeds_needed(per_seed[c.metric], abs(c.threshold) or 0.02)
+              "seeds for a 95% interval to exclude the threshold": seeds_needed(per_seed[c.metric], c.threshold)
               if c.metric not in cfg.report.gates else "(gate)"} for c in cfg.verdict.checks]
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_accuracy(runs, ev["sft"], paths.plots / "test_accuracy.png")
@@ -200,12 +212,16 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     plot_rerank(ev["rerank"], paths.plots / "rerank.png")
     plot_sft(manifest, tuple(cfg.sft.target_primal), paths.plots / "sft_validation.png")
     plots = ["test_accuracy.png", "reward_curves.png", "rollout_accuracy.png", "rerank.png", "sft_validation.png"]
-    metrics = {"per_seed": per_seed, "sft": ev["sft"], "filter": ev["filter"],
+    over_greedy = rerank_minus_greedy(ev["rerank"], RERANK_N)
+    metrics = {"per_seed": per_seed, "dual_rerank_minus_greedy_at_8": over_greedy, "sft": ev["sft"],
+               "filter": ev["filter"], "rl_pool": {"problems": ev["n_rl_pool"], "of": ev["n_rl_split"]},
                "runs": [{k: r[k] for k in ("run", "primal_accuracy", "dual_accuracy", "length")} for r in ev["runs"]],
                "rerank": ev["rerank"], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=ev, cfg=cfg, manifest=manifest, plots=plots, power=power,
                  gate_text=gate_text, methods=method_rows(runs, ev["sft"], log), reranks=rerank_rows(ev["rerank"]),
-                 steps=int(log.step.max()), n_runs=len(runs), oracle_fraction=cfg.report.oracle_fraction,
+                 steps=int(log.step.max()), n_runs=len(runs), over_greedy=over_greedy, rerank_n=RERANK_N,
+                 random_pick=float(np.mean([r["random"][0] for r in ev["rerank"]["per_seed"]])),
+                 oracle_fraction=cfg.report.oracle_fraction,
                  fail_by_op=[{"hidden number's operation": op, "share failing the filter": v}
                              for op, v in ev["filter"]["fail_share_by_op"].items()])
     return {"verdict": claim.verdict}

@@ -3,15 +3,17 @@
 Everything but the reward is shared (prompts, group size, sampling temperature, clipping, the
 k-estimator KL to the SFT model, the optimiser, the seeded generator): ``oracle`` rewards the
 parsed answer against the label (RLVR); ``dupo`` rewards the dual reconstruction of a hidden
-number chosen among the filter-passing ones (no label read); ``dupo_nofilter`` hides any
-number. Every run also logs the oracle accuracy and the dual reward of its own rollouts, so the
-agreement of the label-free reward with the label is measured beside the curves.
+number chosen among those the rollout's own answer determines uniquely (the label-free filter:
+no label read, a rollout whose answer pins down no number gets 0); ``dupo_nofilter`` hides any
+number. Every RL problem is a prompt (no problem is selected with its label). Every run also
+logs the oracle accuracy and the dual reward of its own rollouts, so the agreement of the
+label-free reward with the label is measured beside the curves.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,12 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.core.transformer import TinyGPT
-from stages.dupo.config import PAPER, ModelConfig, RLConfig, load_rl
+from stages.dupo.config import PAPER, Domains, ModelConfig, RLConfig, load_rl
 from stages.dupo.duality import dupo_rewards, mask_choices, oracle_rewards
 from stages.dupo.expectations import rl_log_suite
 from stages.dupo.io import read_tables, split
 from stages.dupo.model import generate, load_model, pack, target_logprobs
-from stages.dupo.problems import parse_answer, primal_prompt
+from stages.dupo.problems import parse_answer, primal_prompt, unique_given_answer
 
 
 @dataclass(frozen=True)
@@ -58,19 +60,33 @@ class Pool:
     problems: pd.DataFrame
     masked: dict[tuple[int, int], str]
     hidden: dict[tuple[int, int], int]
-    filtered: dict[int, list[int]]
+    chains: dict[int, tuple[tuple[str, ...], tuple[int, ...]]]
     unfiltered: dict[int, list[int]]
+    domains: Domains
+    _eligible: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+
+    def eligible(self, pid: int, answer: int) -> list[int]:
+        """The numbers of problem ``pid`` that ``answer`` determines uniquely (cached per problem and answer)."""
+        key = (pid, answer)
+        if key not in self._eligible:
+            self._eligible[key] = unique_given_answer(*self.chains[pid], answer, self.domains)
+        return self._eligible[key]
+
+    def choose(self, pid: int, answer: int | None, pick: int, use_filter: bool) -> tuple[int, int] | None:
+        """The (problem, number) a rollout's dual hides: the ``pick``-th candidate; None if there is none."""
+        candidates = self.unfiltered[pid] if not use_filter else [] if answer is None else self.eligible(pid, answer)
+        return (pid, candidates[pick % len(candidates)]) if candidates else None
 
 
-def build_pool(problems: pd.DataFrame, duals: pd.DataFrame) -> Pool:
-    """RL-split problems with at least one filter-passing dual (the same prompts for every reward)."""
+def build_pool(problems: pd.DataFrame, duals: pd.DataFrame, domains: Domains) -> Pool:
+    """Every RL-split problem (the same prompts for every reward) and the numbers each may hide."""
     rl, rl_duals = split(problems, "rl"), split(duals, "rl")
-    filtered = mask_choices(rl_duals, use_filter=True)
-    rl = rl[rl.problem_id.isin(filtered)].reset_index(drop=True)
     keys = list(zip(rl_duals.problem_id.astype(int), rl_duals.mask_index.astype(int), strict=True))
-    return Pool(rl, dict(zip(keys, rl_duals.masked_text, strict=True)), dict(zip(keys, rl_duals.hidden.astype(int),
-                                                                                 strict=True)),
-                filtered, mask_choices(rl_duals, use_filter=False))
+    chains = {int(p): (tuple(sig.split("-")), tuple(int(x) for x in nums.split(",")))
+              for p, sig, nums in zip(rl.problem_id, rl.signature, rl.numbers, strict=True)}
+    return Pool(rl, dict(zip(keys, rl_duals.masked_text, strict=True)),
+                dict(zip(keys, rl_duals.hidden.astype(int), strict=True)), chains,
+                mask_choices(rl_duals, use_filter=False), domains)
 
 
 def dual_solver(model: TinyGPT, tok: SmallTokenizer, max_new: int) -> Any:
@@ -99,9 +115,7 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
     for step in tqdm(range(1, cfg.steps + 1), desc=desc, unit="step", leave=False):
         rows = pool.problems.iloc[torch.randint(len(pool.problems), (p,), generator=prompt_gen).tolist()]
         pids = rows.problem_id.astype(int).tolist()
-        choices = pool.filtered if method != "dupo_nofilter" else pool.unfiltered
         picks = torch.randint(2**31 - 1, (p,), generator=prompt_gen).tolist()
-        keys = [(pid, choices[pid][r % len(choices[pid])]) for pid, r in zip(pids, picks, strict=True)]
         prompt_ids = [tok.encode(primal_prompt(t), add_bos=True) for t in rows.text for _ in range(g)]
         policy.eval()
         completions = sample(policy, prompt_ids, min(cfg.max_new, policy.max_len - max(map(len, prompt_ids))),
@@ -110,8 +124,10 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
         outputs = [tok.decode(c) for c in completions]
         answers = [int(a) for a in rows.answer for _ in range(g)]
         oracle = oracle_rewards(outputs, answers)
-        dual = dupo_rewards(outputs, [pool.masked[k] for k in keys for _ in range(g)],
-                            [pool.hidden[k] for k in keys for _ in range(g)], solve, cache)
+        keys = [pool.choose(pids[j // g], parse_answer(o), picks[j // g], method != "dupo_nofilter")
+                for j, o in enumerate(outputs)]
+        dual = dupo_rewards(outputs, [None if k is None else pool.masked[k] for k in keys],
+                            [0 if k is None else pool.hidden[k] for k in keys], solve, cache)
         rewards = torch.tensor(oracle if method == "oracle" else dual, dtype=torch.float32)
         adv = group_relative_advantages(rewards.view(p, g), scale_std=True).view(-1)
         ids, mask = pack(prompt_ids, completions, tok.pad_id)
@@ -145,7 +161,7 @@ def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Every (method, seed); final weights and the per-step logs."""
     cap_threads(cfg.max_threads)
     problems, duals = read_tables(paths)
-    pool = build_pool(problems, duals)
+    pool = build_pool(problems, duals, cfg.domains)
     manifest = read_json(Path(paths.sft) / "manifest.json")
     spec = ModelConfig(**manifest["model"])
     frames, runs = [], []

@@ -56,3 +56,40 @@ def test_checkpoint_rule():
 
 def test_oracle_fraction_metric():
     assert gain_beyond_fraction([0.10, 0.02], [0.12, 0.10], 0.5) == [0.10 - 0.06, 0.02 - 0.05]
+
+
+def test_the_label_free_filter_is_judged_on_the_outputs_own_answer():
+    from stages.dupo.problems import mask_domain, unique_given_answer
+
+    def domain(op):
+        return mask_domain(op, 10, 3, 6)     # start/add: 1..10, mul: 2..3, mod: 2..6
+
+    ops, numbers = ("start", "mul", "mod"), (5, 3, 4)          # 5 * 3 = 15, 15 % 4 = 3 (the label)
+    # answer 3: start x → 3x % 4 = 3 for x = 1, 5, 9 (three); mul x → 5x % 4 = 3 only for x = 3;
+    # mod x → 15 % x = 3 for x = 4, 6 (two): only the multiplier is determined
+    assert unique_given_answer(ops, numbers, 3, domain) == [1]
+    # a wrong answer 2: start x = 2, 6, 10 (three); mul x = 2 (5·2 % 4 = 2, unique); mod: none gives 2
+    assert unique_given_answer(ops, numbers, 2, domain) == [1]
+    # an answer no number reaches: nothing to hide
+    assert unique_given_answer(ops, numbers, 5, domain) == []
+    assert unique_given_answer(("start", "add"), (2, 3), 5, domain) == [0, 1]     # x + 3 = 5, 2 + x = 5
+
+
+def test_the_pool_hides_what_the_rollouts_answer_determines_and_reads_no_label():
+    from stages.dupo.config import Domains
+    from stages.dupo.rl import Pool
+
+    problems = pd.DataFrame({"problem_id": [0], "answer": [-999]})     # a wrong label must change nothing
+    pool = Pool(problems, masked={}, hidden={}, chains={0: (("start", "add"), (2, 3))},
+                unfiltered={0: [0, 1]}, domains=Domains(max_number=10, max_factor=3, max_divisor=6))
+    assert pool.choose(0, 5, pick=3, use_filter=True) == (0, 1)       # both determined: the pick-th of [0, 1]
+    assert pool.choose(0, 12, pick=3, use_filter=True) == (0, 1)      # 9 + 3 and 2 + 10: both still unique
+    assert pool.choose(0, 50, pick=3, use_filter=True) is None        # out of every domain: no dual, reward 0
+    assert pool.choose(0, None, pick=3, use_filter=True) is None      # unparseable
+    assert pool.choose(0, 50, pick=2, use_filter=False) == (0, 0)     # without the filter any number is hidden
+
+
+def test_an_output_without_a_dual_question_gets_zero_reward():
+    outputs = ["#33", "#33"]
+    rewards = dupo_rewards(outputs, ["P ?", None], [4, 0], lambda qs: ["#4" for _ in qs])
+    assert rewards == [1.0, 0.0]

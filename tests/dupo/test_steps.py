@@ -76,6 +76,15 @@ def test_report_writes_claim_and_plots(smoke_repo):
     assert f"**Verdict: {claim.verdict}**" in text and "## Sizing history" in text
     data_cfg = smoke_repo.config(f"{PAPER}-data")
     assert f"{data_cfg.n_sft} SFT" in text          # counts come from the run's params
+    ev = read_json(smoke_repo.paths(f"{PAPER}-evaluate").evaluation)
+    assert ev["n_rl_pool"] == ev["n_rl_split"] > 0                  # no RL problem is selected with its label
+    assert f"all {ev['n_rl_pool']:,} of {ev['n_rl_split']:,} RL problems" in text
+    assert f"same {ev['n_rerank']} problems: {ev['rerank']['sft_greedy']:.3f}" in text  # the greedy baseline
+    assert "**label-free**" in text
+
+
+def test_report_depends_on_the_sft_manifest_not_the_weights(smoke_repo):
+    assert smoke_repo.paths(f"{PAPER}-report").sft.name == "manifest.json"
 
 
 def test_corrupt_problems_table_is_named(smoke_repo, tmp_path):

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from stages.dupo.config import load_report
-from stages.dupo.report import gated_decide, seeds_needed
+from stages.dupo.report import gated_decide, rerank_minus_greedy, seeds_needed
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"sft_primal_accuracy_low": [0.4] * 3, "sft_primal_accuracy_high": [0.4] * 3, "sft_dual_accuracy": [0.8] * 3,
@@ -56,5 +56,16 @@ def test_missing_metric_is_an_error():
 
 
 def test_seeds_needed_hand_computed():
+    # mean 0.1, s = 0.1: the interval must exclude the threshold 0.05, |mean − thr| = 0.05
     assert seeds_needed([0.0, 0.1, 0.2], 0.05) == 16     # (1.96 · 0.1 / 0.05)² = 15.4
+    assert seeds_needed([0.0, 0.1, 0.2], 0.0) == 4       # (1.96 · 0.1 / 0.1)² = 3.8
+    assert seeds_needed([0.0, 0.1, 0.2], 0.15) == 16     # a mean below the threshold counts the same way
+    assert seeds_needed([0.04, 0.05, 0.06], 0.05) is None  # mean on the threshold: no number of seeds
     assert seeds_needed([0.1], 0.05) is None
+
+
+def test_rerank_minus_greedy_pairs_each_seed_at_its_n():
+    rerank = {"ns": [1, 8], "sft_greedy": 0.5,
+              "per_seed": [{"dual": [0.4, 0.6]}, {"dual": [0.45, 0.49]}]}
+    assert rerank_minus_greedy(rerank, 8) == pytest.approx([0.1, -0.01])
+    assert rerank_minus_greedy(rerank, 1) == pytest.approx([-0.1, -0.05])

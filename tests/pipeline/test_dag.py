@@ -134,3 +134,27 @@ def test_a_paths_field_with_no_path_in_the_table_is_refused_naming_it():
 
     with pytest.raises(DagError, match="matrix_denoising-train: field 'nowhere'"):
         field_paths(Step("matrix_denoising", "train", train.run, config.load_train, Paths))
+
+
+def test_an_input_inside_another_stages_output_folder_is_accepted_and_nothing_else_is():
+    import pytest
+
+    from stages.dag import DagError, StageSpec, _check_inputs, _expand_folder_inputs
+
+    def specs(dep: str) -> list[StageSpec]:
+        sft = StageSpec("p-sft", "m", [], [], [], [("models/p/sft", True)], [])
+        report = StageSpec("p-report", "m", [], [dep], [], [("reports/p/report.md", False)], [])
+        return [sft, report]
+
+    ok = specs("models/p/sft/manifest.json")
+    _expand_folder_inputs(ok)
+    _check_inputs(ok)
+    assert ok[1].deps == ["models/p/sft/manifest.json"]  # the one file, not the whole folder
+    for bad in ("models/p/sft2/manifest.json", "models/p/other.json"):
+        with pytest.raises(DagError, match=f"p-report: input {bad} is produced by no stage"):
+            _check_inputs(specs(bad))
+
+
+def test_a_report_that_reads_a_models_manifest_depends_on_the_manifest_not_the_weights():
+    deps = _stages()["dupo-report"]["deps"]
+    assert "models/dupo/sft/manifest.json" in deps and "models/dupo/sft" not in deps

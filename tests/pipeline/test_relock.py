@@ -102,3 +102,33 @@ def test_compare_tells_a_changed_result_from_a_changed_timing(tmp_path):
     assert compare(old, moved)[0] == ["p-train: data/p/model.safetensors"]
     assert main(["compare", str(old), str(moved)]) == 1
     assert main(["compare", str(old), str(moved), "q-"]) == 1  # nothing compared is no proof
+
+
+def test_a_dep_on_one_file_of_another_stages_output_folder_keeps_its_locked_hash(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    spec = {"stages": {
+        "m": {"cmd": "python m.py", "deps": ["m.py"], "outs": ["models/m"]},
+        "r": {"cmd": "python r.py", "deps": ["models/m/manifest.json", "r.py"],
+              "outs": [{"reports/r.txt": {"cache": False}}]},
+    }}
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (repo / "params.yaml").write_text("{}\n")
+    (repo / "m.py").write_text("import os\nos.makedirs('models/m', exist_ok=True)\n"
+                               "open('models/m/manifest.json', 'w').write('{}')\n"
+                               "open('models/m/w.bin', 'w').write('weights')\n")
+    (repo / "r.py").write_text("import os\nos.makedirs('reports', exist_ok=True)\n"
+                               "open('reports/r.txt', 'w').write(open('models/m/manifest.json').read())\n")
+    run(["git", "init", "-q"], repo)
+    run([str(BIN / "dvc"), "init", "-q"], repo)
+    run([str(BIN / "dvc"), "repro"], repo)
+    before = _lock(repo)["r"]
+    shutil.rmtree(repo / ".dvc" / "cache")
+    shutil.rmtree(repo / "models")  # a fresh clone: the manifest is not on disk
+    (repo / "r.py").write_text("# a comment\n" + (repo / "r.py").read_text())
+    assert record(repo, ["r"]) == ["r"]
+    after = _lock(repo)["r"]
+    manifest = next(d for d in after["deps"] if d["path"] == "models/m/manifest.json")
+    assert manifest == next(d for d in before["deps"] if d["path"] == "models/m/manifest.json")
+    assert after["outs"] == before["outs"]
+    assert "modified" not in _status(repo)
