@@ -14,7 +14,7 @@ from stages.core.verdict import VerdictRule
 from stages.dupo.problems import mask_domain
 
 PAPER = "dupo"
-Method = Literal["oracle", "dupo", "dupo_nofilter"]
+Method = Literal["oracle", "dupo", "dupo_nofilter", "random"]
 
 
 class DataConfig(Section):

@@ -104,6 +104,8 @@ def per_seed_metrics(sft: dict[str, float], runs: pd.DataFrame, reranks: list[di
         metrics[f"{method}_minus_sft"] = (acc[method] - sft["primal_accuracy"]).tolist()
     if {"dupo", "dupo_nofilter"} <= set(acc.columns):
         metrics["dupo_minus_nofilter"] = (acc["dupo"] - acc["dupo_nofilter"]).tolist()
+    if {"dupo", "random"} <= set(acc.columns):
+        metrics["dupo_minus_random"] = (acc["dupo"] - acc["random"]).tolist()
     if 8 in ns:
         k = ns.index(8)
         metrics["dual_minus_majority_at_8"] = [r["dual"][k] - r["majority"][k] for r in reranks]

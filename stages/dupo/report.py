@@ -30,7 +30,7 @@ CARD = PaperCard(
                   "with oracle labels."),
 )
 LABELS = {"oracle": "GRPO, oracle reward (RLVR)", "dupo": "GRPO, DuPO reward",
-          "dupo_nofilter": "GRPO, DuPO without filter"}
+          "dupo_nofilter": "GRPO, DuPO without filter", "random": "GRPO, random reward (negative control)"}
 GATE_TEXT = ("Gates ({gates}): unless each holds on every seed the verdict is inconclusive and the claim checks are "
              "reported as unclear; once they hold, the other checks alone decide the verdict by the rule above")
 DERIVED = "dupo_gain_minus_fraction_of_oracle_gain"

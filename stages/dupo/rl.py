@@ -5,9 +5,11 @@ k-estimator KL to the SFT model, the optimiser, the seeded generator): ``oracle`
 parsed answer against the label (RLVR); ``dupo`` rewards the dual reconstruction of a hidden
 number chosen among those the rollout's own answer determines uniquely (the label-free filter:
 no label read, a rollout whose answer pins down no number gets 0); ``dupo_nofilter`` hides any
-number. Every RL problem is a prompt (no problem is selected with its label). Every run also
-logs the oracle accuracy and the dual reward of its own rollouts, so the agreement of the
-label-free reward with the label is measured beside the curves.
+number; ``random`` (the negative control) draws each reward as a fair coin, independent of the
+output, so what GRPO, the KL and sampling do without an informative reward is measured too.
+Every RL problem is a prompt (no problem is selected with its label). Every run also logs the
+oracle accuracy and the dual reward of its own rollouts, so the agreement of the label-free
+reward with the label is measured beside the curves.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
     """One GRPO run in place on ``policy``; the per-step log."""
     prompt_gen = torch.Generator().manual_seed(seed)   # prompts and hidden numbers: the same for every reward
     rollout_gen = torch.Generator().manual_seed(seed + 1)
+    coin_gen = torch.Generator().manual_seed(seed + 2)   # the random reward's coin, apart from the rollouts
     torch.manual_seed(seed)
     reference = copy.deepcopy(policy).requires_grad_(False).eval()
     solve = dual_solver(reference if cfg.dual_solver == "frozen_sft" else policy, tok, cfg.max_new)
@@ -128,7 +131,9 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
                 for j, o in enumerate(outputs)]
         dual = dupo_rewards(outputs, [None if k is None else pool.masked[k] for k in keys],
                             [0 if k is None else pool.hidden[k] for k in keys], solve, cache)
-        rewards = torch.tensor(oracle if method == "oracle" else dual, dtype=torch.float32)
+        coins = torch.randint(2, (len(outputs),), generator=coin_gen).float()
+        rewards = coins if method == "random" else torch.tensor(oracle if method == "oracle" else dual,
+                                                                 dtype=torch.float32)
         adv = group_relative_advantages(rewards.view(p, g), scale_std=True).view(-1)
         ids, mask = pack(prompt_ids, completions, tok.pad_id)
         tmask = mask[:, 1:]
