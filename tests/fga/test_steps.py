@@ -92,7 +92,7 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"fga.clip.eval_template": "a picture of a {}."})
     with pytest.raises(ConfigError, match=r"fga\.clip"):
         config.load_clip(params)
-    params = write_params(tmp_path, **{"fga.adapt.keep_grid": [64]})
+    params = write_params(tmp_path, profile="default", **{"fga.adapt.keep_grid": [64]})  # more than n_views
     with pytest.raises(ConfigError, match=r"fga\.adapt"):
         config.load_adapt(params)
     params = write_params(tmp_path, **{"fga.report.gates": ["no such check"]})
