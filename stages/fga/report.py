@@ -166,7 +166,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     per_seed = verdict_metrics(results, adaptation)
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.gates)
-    conditions = adaptation["test_conditions"]
+    conditions = sorted(adaptation["test_conditions"], key=lambda c: c[1] != "clean")  # clean first
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_shifts(results, conditions, paths.plots / "accuracy_by_shift.png")
     avg = {m: float(np.mean(shifted_average(results, m, n_seeds))) for m in METHODS}
