@@ -178,7 +178,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "clean": {m: clean_accuracy(results, m, n_seeds) for m in ("zero_shot", "coop", "sapt")},
                "passes_per_image": {m: {k: float(v) for k, v in r.items() if k != "method"} for m, r in costs.items()},
                "verdict": claim.verdict}
+    ratios = [r for r in per_seed["sharpness_ratio_sapt_over_coop"] if r is not None]
     write_report(paths, claim, metrics, timings, ad=adaptation, n_seeds=n_seeds, avg=avg, clean=clean,
+                 ratio_min=min(ratios, default=None), ratio_max=max(ratios, default=None),
                  lambdas=lam, acc_rows=accuracy_rows(results, n_seeds, conditions), cost_rows=list(costs.values()),
                  knob_rows=knob_rows(adaptation), sharp_rows=sharp, gates=cfg.gates,
                  power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
