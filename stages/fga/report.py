@@ -21,7 +21,8 @@ TIMED_STEPS = ("pretrain", "views", "adapt")
 METHODS = ["zero_shot", "coop", "sapt", "tpt", "zero", "fga_coop", "fga"]
 CARD = PaperCard(
     paper=PAPER,
-    title="Flatness-Guided Test-Time Adaptation for Vision-Language Models (FGA; ICLR 2026)",
+    title=("FGA: Flatness-Guided Adaptation for test-time adaptation of vision-language models (ICLR 2026; "
+           "abstract in ../shared/seeds/iclr2026-abstracts.txt, issue 31)"),
     claim=("Prompts tuned by sharpness-aware minimisation (SAPT) reach a flat minimum; at test time, keeping the "
            "augmented views with the lowest entropy plus loss sharpness under prompt perturbations and voting "
            "(no parameter update) beats test-time prompt tuning (TPT) and confidence-filtered voting (Zero) under "

@@ -66,19 +66,19 @@ class PromptedCLIP:
 
 def coop_loss(model: PromptedCLIP, prompt: torch.Tensor, image_emb: torch.Tensor,
               labels: torch.Tensor) -> torch.Tensor:
-    """CoOp's objective: cross-entropy of the prompted class logits on the few-shot set (Zhou et al. 2022, eq. 2)."""
+    """CoOp's objective: cross-entropy of the prompted class logits on the few-shot set (CoOp, Zhou et al. 2022)."""
     return F.cross_entropy(model.logits(image_emb, prompt), labels)
 
 
 def sam_perturbation(grad: torch.Tensor, rho: float) -> torch.Tensor:
-    """ε* = ρ g / ‖g‖, the first-order worst-case perturbation of SAM (Foret et al. 2021, eq. 2; FGA §3.2 SAPT)."""
+    """ε* = ρ g / ‖g‖, SAM's first-order worst-case perturbation (Foret et al. 2021, eq. 2; used by FGA's SAPT)."""
     norm = grad.norm()
     return torch.zeros_like(grad) if norm == 0 else rho * grad / norm
 
 
 def sapt_gradient(loss_fn: Callable[[torch.Tensor], torch.Tensor], prompt: torch.Tensor,
                   rho: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """SAPT's gradient: ∇ℓ(p + ε*) with ε* = ρ∇ℓ(p)/‖∇ℓ(p)‖ (FGA §3.2, min_p max_{‖ε‖≤ρ} ℓ(p+ε)); also ℓ(p)."""
+    """SAPT's gradient: ∇ℓ(p + ε*) with ε* = ρ∇ℓ(p)/‖∇ℓ(p)‖ (SAPT, min_p max_{‖ε‖≤ρ} ℓ(p+ε), issue 31); also ℓ(p)."""
     p = prompt.detach().requires_grad_(True)
     loss = loss_fn(p)
     (g,) = torch.autograd.grad(loss, p)
@@ -108,7 +108,7 @@ def tune_prompt(loss_fn: Callable[[torch.Tensor], torch.Tensor], init: torch.Ten
 
 def prompt_sharpness(loss_fn: Callable[[torch.Tensor], torch.Tensor], prompt: torch.Tensor, rho: float,
                      ascent_steps: int) -> float:
-    """max_{‖ε‖≤ρ} ℓ(p+ε) − ℓ(p), by projected normalised gradient ascent (the SAM sharpness, FGA §3.2)."""
+    """max_{‖ε‖≤ρ} ℓ(p+ε) − ℓ(p), by projected normalised gradient ascent (SAM's sharpness, Foret et al.)."""
     base = float(loss_fn(prompt.detach()))
     start = torch.randn(prompt.shape, generator=torch.Generator().manual_seed(0))
     eps = 0.1 * rho * start / start.norm()  # a small fixed start: at an exact minimum the gradient is zero

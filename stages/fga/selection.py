@@ -14,7 +14,7 @@ from stages.fga.sapt import PromptedCLIP
 
 
 def entropy(logits: torch.Tensor) -> torch.Tensor:
-    """Shannon entropy of softmax(logits) per row, −Σ p log p (TPT eq. 3, the confidence measure)."""
+    """Shannon entropy of softmax(logits) per row, −Σ p log p (TPT's confidence measure, Shu et al. 2022)."""
     logp = F.log_softmax(logits, dim=-1)
     return -(logp.exp() * logp).sum(-1)
 
@@ -26,7 +26,7 @@ def random_perturbations(n: int, dim: int, rho: float, gen: torch.Generator) -> 
 
 
 def view_sharpness(logits: torch.Tensor, perturbed_logits: torch.Tensor) -> torch.Tensor:
-    """Per view, the mean increase of its pseudo-label loss under prompt perturbations (FGA §3.3, sharpness score).
+    """Per view, the mean rise of its pseudo-label loss under prompt perturbations (FGA: sharpness-based selection).
 
     ``logits`` (V, C) at the prompt, ``perturbed_logits`` (R, V, C) at R perturbed prompts; the
     pseudo-label is each view's argmax at the prompt. A model whose logits do not move scores 0.
@@ -38,7 +38,7 @@ def view_sharpness(logits: torch.Tensor, perturbed_logits: torch.Tensor) -> torc
 
 
 def selection_scores(view_entropy: torch.Tensor, sharpness: torch.Tensor, lam: float) -> torch.Tensor:
-    """score_j = H_j + λ S_j: entropy plus λ × loss sharpness (FGA §3.3, sharpness-based sample selection)."""
+    """score_j = H_j + λ S_j: entropy plus λ × loss sharpness (FGA abstract: Sharpness-based Test Sample Selection)."""
     return view_entropy + lam * sharpness
 
 
@@ -49,7 +49,7 @@ def select_views(scores: torch.Tensor, keep: int) -> torch.Tensor:
 
 
 def vote(logits: torch.Tensor) -> int:
-    """Majority vote of the views' argmax (Zero, Farina et al. 2024, §3); ties go to the larger summed probability."""
+    """Majority vote of the views' argmax (Zero, Farina et al. 2024); ties go to the larger summed probability."""
     probs = logits.softmax(-1)
     votes = torch.bincount(probs.argmax(-1), minlength=probs.shape[-1]).float()
     best = votes == votes.max()
@@ -70,12 +70,12 @@ def score_views(model: PromptedCLIP, views: torch.Tensor, prompt: torch.Tensor, 
 
 def fga_predict(logits: torch.Tensor, view_entropy: torch.Tensor, sharpness: torch.Tensor, lam: float,
                 keep: int) -> int:
-    """FGA's prediction: keep the lowest entropy + λ·sharpness views, vote; no parameter update (FGA §3.3)."""
+    """FGA's prediction: keep the lowest entropy + λ·sharpness views, vote; no parameter update (FGA abstract)."""
     return vote(logits[select_views(selection_scores(view_entropy, sharpness, lam), keep)])
 
 
 def zero_predict(model: PromptedCLIP, views: torch.Tensor, prompt: torch.Tensor, keep: int) -> int:
-    """Zero: keep the ``keep`` most confident (lowest-entropy) views and vote, no update (Farina et al. 2024, §3)."""
+    """Zero: keep the ``keep`` most confident (lowest-entropy) views and vote, no update (Zero, Farina et al. 2024)."""
     with torch.no_grad():
         logits = model.logits(model.counter.read_views(views), prompt)
     return vote(logits[select_views(entropy(logits), keep)])
@@ -89,7 +89,7 @@ def single_view_predict(model: PromptedCLIP, views: torch.Tensor, prompt: torch.
 
 def tpt_predict(model: PromptedCLIP, views: torch.Tensor, prompt: nn.Parameter, keep: int, lr: float) -> int:
     """TPT: one gradient step on the entropy of the mean prediction of the confident views, then predict view 0
-    with the updated prompt; the prompt is restored afterwards (Shu et al. 2022, eq. 3-4)."""
+    with the updated prompt; the prompt is restored afterwards (TPT, Shu et al. 2022)."""
     saved = prompt.detach().clone()
     try:
         emb = model.counter.read_views(views)
