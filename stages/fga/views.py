@@ -1,0 +1,97 @@
+"""Step ``views``: the shifted test and validation sets and their augmented views, each encoded once.
+
+Test images get every test corruption at every severity, plus the clean image; validation images
+get the validation corruptions (other kinds). Every (image, condition) has ``n_views`` views (view 0
+the image itself), encoded by EfficientNet-Lite0 and projected by the frozen CLIP image projector;
+the few-shot pool is encoded clean, view 0 only. Only the unit image embeddings are stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from stages.assets.image_encoder import load_image_encoder
+from stages.assets.loaders import load_images
+from stages.core.clip import encode_images
+from stages.core.gx import validate_table
+from stages.core.io import save_safetensors, write_parquet
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, Step, inp, out
+from stages.fga.config import PAPER, ViewsInputs, load_views
+from stages.fga.expectations import views_suite
+from stages.fga.io import load_clip_model, read_splits, standardise
+from stages.fga.shifts import augmented_views, corrupt, to_rgb
+
+
+@dataclass(frozen=True)
+class Paths:
+    images: Path = inp("Fashion-MNIST asset folder")
+    image_encoder: Path = inp("EfficientNet-Lite0 asset folder")
+    splits: Path = inp("image splits")
+    clip: Path = inp("the trained CLIP")
+    views: Path = out("one row per cached (image, condition): tensor, row, role, kind, severity, image, label")
+    embeddings: Path = out("safetensors: pool (n_pool, d) and views (n_rows, n_views, d) unit image embeddings")
+
+
+def conditions(cfg: ViewsInputs) -> list[tuple[str, str, int, int]]:
+    """(role, kind, severity, n_views) of every condition: clean test (view 0), test and validation shifts."""
+    v = cfg.views
+    return ([("test", "clean", 0, 1)] + [("test", k, s, v.n_views) for k in v.test_corruptions for s in v.severities]
+            + [("val", k, s, v.n_views) for k in v.val_corruptions for s in v.severities])
+
+
+def run(cfg: ViewsInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Corrupt, augment, encode and project every condition; write the table and the embeddings."""
+    v, c = cfg.views, cfg.clip
+    data = load_images(paths.images)
+    splits = read_splits(paths.splits)
+    model, extra = load_clip_model(paths.clip, c.embed_dim, c.hidden)
+    encoder = load_image_encoder(paths.image_encoder)
+
+    def embed(rgb: np.ndarray, desc: str) -> torch.Tensor:
+        feats = encode_images(encoder, rgb, v.image_batch_size, desc=desc)
+        with torch.no_grad():
+            return model.embed_images(standardise(feats, extra["feature_mean"], extra["feature_std"]), "image")
+
+    source = {"train": data.train_images, "test": data.test_images}
+    pool = splits[splits.role == "pool"]
+    gen = torch.Generator().manual_seed(derive_seed(ctx.seed, PAPER, "pool"))
+    pool_emb = embed(to_rgb(corrupt(data.train_images[pool["index"].to_numpy()], "clean", 0, gen), c.image_size),
+                     "encode few-shot pool")
+    rows = [{"tensor": "pool", "row": i, "role": "pool", "kind": "clean", "severity": 0, "image": int(r["index"]),
+             "label": int(r.label)} for i, (_, r) in enumerate(pool.iterrows())]
+    blocks = []
+    for role, kind, severity, n_views in tqdm(conditions(cfg), desc="conditions", unit="shift"):
+        part = splits[splits.role == role]
+        gen = torch.Generator().manual_seed(derive_seed(ctx.seed, PAPER, "views", role, kind, severity))
+        x = corrupt(source[part.source.iloc[0]][part["index"].to_numpy()], kind, severity, gen)
+        views = augmented_views(x, n_views, (v.crop_scale[0], v.crop_scale[1]), gen)  # (n, V, 1, h, w)
+        n = len(part)
+        rgb = to_rgb(views.reshape(n * n_views, *views.shape[2:]), c.image_size)
+        emb = embed(rgb, f"encode {role} {kind} {severity}").reshape(n, n_views, -1)
+        if n_views < v.n_views:  # clean test keeps view 0 only; the other slots repeat it and are never read
+            emb = emb[:, :1].expand(n, v.n_views, emb.shape[-1]).clone()
+        start = sum(len(b) for b in blocks)
+        blocks.append(emb)
+        rows += [{"tensor": "views", "row": start + i, "role": role, "kind": kind, "severity": severity,
+                  "image": int(r["index"]), "label": int(r.label)} for i, (_, r) in enumerate(part.iterrows())]
+    table = pd.DataFrame(rows)
+    validate_table(table, f"{PAPER}.views", views_suite(len(table)))
+    write_parquet(table, paths.views)
+    save_safetensors({"pool": pool_emb, "views": torch.cat(blocks)}, paths.embeddings)
+    return {"n_pool": len(pool), "n_rows": int(sum(len(b) for b in blocks)), "n_views": v.n_views,
+            "images_encoded": len(pool) + sum(len(splits[splits.role == r]) * nv for r, _, _, nv in conditions(cfg))}
+
+
+main = Step(PAPER, "views", run, load_views, Paths)
+
+
+if __name__ == "__main__":
+    main()
