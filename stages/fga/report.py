@@ -157,6 +157,14 @@ def plot_shifts(results: pd.DataFrame, conditions: list[list[Any]], path: Path) 
         ax.legend(fontsize=7, ncol=4)
 
 
+def decomposition(results: pd.DataFrame, n_seeds: int) -> dict[str, list[float]]:
+    """Per seed, on the shifted average: what the views, FGA's selection and SAPT's prompt each add."""
+    avg = {m: shifted_average(results, m, n_seeds) for m in ("coop", "zero", "fga_coop", "fga")}
+    pairs = {"views (zero − coop)": ("zero", "coop"), "selection (fga_coop − zero)": ("fga_coop", "zero"),
+             "prompt (fga − fga_coop)": ("fga", "fga_coop")}
+    return {name: [a - b for a, b in zip(avg[x], avg[y], strict=True)] for name, (x, y) in pairs.items()}
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed results and write the report."""
     adaptation = read_json(paths.adaptation)
@@ -173,16 +181,28 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     avg = {m: float(np.mean(shifted_average(results, m, n_seeds))) for m in METHODS}
     clean = {m: float(np.mean(clean_accuracy(results, m, n_seeds))) for m in ("zero_shot", "coop", "sapt")}
     lam = [s["knobs"]["fga"]["lambda"] for s in adaptation["seeds"]]
+    lam_coop = [s["knobs"]["fga_coop"]["lambda"] for s in adaptation["seeds"]]
+    parts = decomposition(results, n_seeds)
+    grids = {m: len(g) for m, g in adaptation["seeds"][0]["validation_grids"].items()}
+    kinds = {split: sorted({c[1] for c in adaptation[f"{split}_conditions"] if c[1] != "clean"})
+             for split in ("test", "val")}
     sharp = [sharpness_row(s) for s in adaptation["seeds"]]
     costs = {r["method"]: r for r in cost_rows(adaptation)}
     metrics = {"per_seed": per_seed, "shifted_average": {m: shifted_average(results, m, n_seeds) for m in METHODS},
                "clean": {m: clean_accuracy(results, m, n_seeds) for m in ("zero_shot", "coop", "sapt")},
                "passes_per_image": {m: {k: float(v) for k, v in r.items() if k != "method"} for m, r in costs.items()},
+               "decomposition": parts,
                "verdict": claim.verdict}
     ratios = [r for r in per_seed["sharpness_ratio_sapt_over_coop"] if r is not None]
     write_report(paths, claim, metrics, timings, ad=adaptation, n_seeds=n_seeds, avg=avg, clean=clean,
                  ratio_min=min(ratios, default=None), ratio_max=max(ratios, default=None),
-                 lambdas=lam, acc_rows=accuracy_rows(results, n_seeds, conditions), cost_rows=list(costs.values()),
+                 lambdas=lam, lambdas_coop=lam_coop, grids=grids, kinds=kinds,
+                 parts=[{"difference": k, "per seed": ", ".join(f"{v:+.3f}" for v in vals),
+                         "mean": f"{float(np.mean(vals)):+.3f}"} for k, vals in parts.items()],
+                 selection_mean=float(np.mean(parts["selection (fga_coop − zero)"])),
+                 views_mean=float(np.mean(parts["views (zero − coop)"])),
+                 n_perturb=round(float(costs["fga"]["text_forward"])) - 1,
+                 acc_rows=accuracy_rows(results, n_seeds, conditions), cost_rows=list(costs.values()),
                  knob_rows=knob_rows(adaptation), sharp_rows=sharp, gates=cfg.gates,
                  power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}

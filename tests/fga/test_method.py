@@ -153,3 +153,40 @@ def test_the_pass_counter_counts_each_method_on_a_tiny_case():
     tpt_predict(tiny_model(c), views, nn.Parameter(torch.zeros(6)), 2, 0.1)
     # views scored, kept views forward with grad, final prediction: 3 text forwards, 1 backward
     assert c.snapshot() == {"image_forward": 5, "text_forward": 3, "text_backward": 1}
+
+
+def test_zero_votes_among_the_lowest_entropy_views_only():
+    model = tiny_model()
+    views = torch.nn.functional.normalize(torch.randn(12, 4, generator=torch.Generator().manual_seed(3)), dim=-1)
+    prompt = torch.zeros(6)
+    with torch.no_grad():
+        logits = model.logits(views, prompt)
+    order = torch.argsort(entropy(logits))
+    for keep in (1, 3, 6):
+        # the vote of the `keep` most confident views, computed by hand; a reversed filter gives another answer
+        kept = logits[order[:keep]].argmax(-1)
+        expected = int(torch.bincount(kept, minlength=3).argmax())
+        assert zero_predict(model, views, prompt, keep) == expected
+    assert zero_predict(model, views, prompt, 1) == int(logits[order[0]].argmax())
+
+
+def test_tpts_step_lowers_the_entropy_of_the_mean_prediction():
+    model = tiny_model()
+    views = torch.nn.functional.normalize(torch.randn(10, 4, generator=torch.Generator().manual_seed(7)), dim=-1)
+    prompt = nn.Parameter(torch.randn(6, generator=torch.Generator().manual_seed(1)))
+
+    def mean_entropy(p: torch.Tensor) -> float:
+        with torch.no_grad():
+            probs = model.logits(views, p).softmax(-1).mean(0)
+            return float(-(probs * probs.log()).sum())
+
+    before = mean_entropy(prompt.detach())
+    loss = -(model.logits(views, prompt).softmax(-1).mean(0).log() * model.logits(views, prompt).softmax(-1).mean(0)
+             ).sum()
+    (grad,) = torch.autograd.grad(loss, prompt)
+    assert mean_entropy(prompt.detach() - 0.05 * grad) < before    # the direction TPT steps in (descent)
+    assert mean_entropy(prompt.detach() + 0.05 * grad) > before    # a sign flip would raise it
+    # and tpt_predict with all views kept predicts view 0 at exactly that descended prompt
+    with torch.no_grad():
+        expected = int(model.logits(views[:1], prompt.detach() - 0.05 * grad).argmax(-1)[0])
+    assert tpt_predict(model, views, prompt, 10, 0.05) == expected
