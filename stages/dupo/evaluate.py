@@ -86,7 +86,20 @@ def rerank(lm: TinyGPT, tok: SmallTokenizer, problems: pd.DataFrame, duals: pd.D
     outs = primal_outputs(lm, tok, repeated, cfg.max_new, cfg.temperature, gen)
     samples = [[parse_answer(o) for o in outs[i * n_max:(i + 1) * n_max]] for i in range(len(problems))]
     scores = dual_scores(lm, tok, problems, samples, duals, cfg, cache)
-    return rerank_accuracies(samples, scores, problems.answer.astype(int).tolist(), cfg.rerank_ns)
+    truth = problems.answer.astype(int).tolist()
+    accuracies = rerank_accuracies(samples, scores, truth, cfg.rerank_ns)
+    reachable = rerank_accuracies(samples, reachability_scores(problems, samples, cfg), truth, cfg.rerank_ns)
+    return {**accuracies, "reachable": reachable["dual"]}
+
+
+def reachability_scores(problems: pd.DataFrame, samples: list[list[int | None]],
+                        cfg: EvaluateConfig) -> list[dict[int, float]]:
+    """The filter alone as a reranker (the control for dual reranking): 1 if a candidate determines any number."""
+    out = []
+    for sig, nums, answers in zip(problems.signature, problems.numbers, samples, strict=True):
+        chain = (tuple(sig.split("-")), tuple(int(x) for x in nums.split(",")))
+        out.append({a: float(bool(unique_given_answer(*chain, a, cfg.domains))) for a in answers if a is not None})
+    return out
 
 
 def per_seed_metrics(sft: dict[str, float], runs: pd.DataFrame, reranks: list[dict[str, list[float]]],
@@ -109,6 +122,7 @@ def per_seed_metrics(sft: dict[str, float], runs: pd.DataFrame, reranks: list[di
     if 8 in ns:
         k = ns.index(8)
         metrics["dual_minus_majority_at_8"] = [r["dual"][k] - r["majority"][k] for r in reranks]
+        metrics["dual_minus_reachable_at_8"] = [r["dual"][k] - r["reachable"][k] for r in reranks]
     return metrics
 
 

@@ -124,7 +124,8 @@ def plot_accuracy(runs: pd.DataFrame, sft: dict[str, float], path: Path) -> None
 def plot_rerank(rerank: dict[str, Any], path: Path) -> None:
     """Best-of-N accuracy against N: dual reranking, majority vote, random pick and the pass@N ceiling."""
     ns = np.asarray(rerank["ns"])
-    names = {"dual": "dual-reconstruction rerank", "majority": "majority vote", "random": "random pick",
+    names = {"dual": "dual-reconstruction rerank", "reachable": "filter alone (any number determined)",
+             "majority": "majority vote", "random": "random pick",
              "pass": "pass@N (ceiling)"}
     with figure(path, figsize=(6.5, 4.2)) as (_, ax):
         for key, label in names.items():
@@ -156,7 +157,7 @@ def method_rows(runs: pd.DataFrame, sft: dict[str, float], log: pd.DataFrame) ->
     rows = [{"model": "SFT (start)", "test accuracy": f"{sft['primal_accuracy']:.3f}",
              "dual accuracy": f"{sft['dual_accuracy']:.3f}", "parsed": f"{sft['parsed']:.3f}",
              "output chars": f"{sft['length']:.1f}", "training reward": "", "rollout accuracy": "",
-             "reward = oracle (training)": ""}]
+             "DuPO reward = oracle (training)": ""}]
     for m in dict.fromkeys(runs.method):
         g, lg = runs[runs.method == m], log[log.method == m]
         rows.append({"model": LABELS[m], "test accuracy": mean_std(g.primal_accuracy.tolist()),
@@ -164,7 +165,8 @@ def method_rows(runs: pd.DataFrame, sft: dict[str, float], log: pd.DataFrame) ->
                      "output chars": mean_std(g.length.tolist(), 1),
                      "training reward": mean_std(lg.groupby("seed_index").reward.mean().tolist()),
                      "rollout accuracy": mean_std(lg.groupby("seed_index").oracle_accuracy.mean().tolist()),
-                     "reward = oracle (training)": mean_std(lg.groupby("seed_index").reward_agreement.mean().tolist())})
+                     "DuPO reward = oracle (training)":
+                         mean_std(lg.groupby("seed_index").reward_agreement.mean().tolist())})
     return rows
 
 
@@ -173,8 +175,9 @@ def rerank_rows(rerank: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for k, n in enumerate(rerank["ns"]):
         rows.append({"N": n, **{label: mean_std([r[key][k] for r in rerank["per_seed"]])
-                                for key, label in (("dual", "dual rerank"), ("majority", "majority vote"),
-                                                   ("random", "random pick"), ("pass", "pass@N"))}})
+                                for key, label in (("dual", "dual rerank"), ("reachable", "filter alone"),
+                                                   ("majority", "majority vote"), ("random", "random pick"),
+                                                   ("pass", "pass@N"))}})
     return rows
 
 

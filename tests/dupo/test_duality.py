@@ -93,3 +93,15 @@ def test_an_output_without_a_dual_question_gets_zero_reward():
     outputs = ["#33", "#33"]
     rewards = dupo_rewards(outputs, ["P ?", None], [4, 0], lambda qs: ["#4" for _ in qs])
     assert rewards == [1.0, 0.0]
+
+
+def test_the_filter_alone_scores_a_candidate_by_whether_it_determines_any_number():
+    from pathlib import Path
+
+    from stages.dupo.config import load_evaluate
+    from stages.dupo.evaluate import reachability_scores
+
+    cfg = load_evaluate(Path(__file__).resolve().parents[2] / "params.yaml")     # domains from dupo.data
+    problems = pd.DataFrame({"signature": ["start-add"], "numbers": ["2,3"], "answer": [5]})
+    # 5 = x + 3 = 2 + x determines both numbers; 500 is out of every domain; None is unparseable
+    assert reachability_scores(problems, [[5, 500, None]], cfg) == [{5: 1.0, 500: 0.0}]

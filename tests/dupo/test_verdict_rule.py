@@ -10,9 +10,10 @@ from stages.dupo.report import gated_decide, rerank_minus_greedy, seeds_needed
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"sft_primal_accuracy_low": [0.4] * 3, "sft_primal_accuracy_high": [0.4] * 3, "sft_dual_accuracy": [0.8] * 3,
         "dupo_minus_sft": [0.1] * 3, "dupo_gain_minus_fraction_of_oracle_gain": [0.02] * 3,
-        "dupo_minus_nofilter": [0.05] * 3, "dual_minus_majority_at_8": [0.05] * 3, "dupo_minus_random": [0.05] * 3}
+        "dupo_minus_nofilter": [0.05] * 3, "dual_minus_majority_at_8": [0.05] * 3, "dupo_minus_random": [0.05] * 3,
+        "dual_minus_reachable_at_8": [0.05] * 3}
 CLAIMS = ("dupo_minus_sft", "dupo_gain_minus_fraction_of_oracle_gain", "dupo_minus_nofilter",
-          "dual_minus_majority_at_8", "dupo_minus_random")
+          "dual_minus_majority_at_8", "dupo_minus_random", "dual_minus_reachable_at_8")
 
 
 @pytest.mark.parametrize(("edits", "expected"), [
@@ -25,6 +26,7 @@ CLAIMS = ("dupo_minus_sft", "dupo_gain_minus_fraction_of_oracle_gain", "dupo_min
     ({"sft_dual_accuracy": [0.5] * 3, **{k: [-0.1] * 3 for k in CLAIMS}}, "inconclusive"),  # dual too weak
     ({"dupo_minus_sft": [0.1] * 2}, "partly"),                               # too few seeds for one claim
     ({"dupo_minus_random": [0.0] * 3}, "partly"),    # DuPO no better than a coin: the gain is not the reward's
+    ({"dual_minus_reachable_at_8": [0.0] * 3}, "partly"),   # the filter alone reranks as well as the dual
 ])
 def test_rule_gives_each_verdict(edits, expected):
     cfg = load_report(ROOT / "params.yaml")
