@@ -9,11 +9,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stages.core.gates import gated_verdict, seeds_to_decide
 from stages.core.gx import validate_table
 from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
-from stages.core.verdict import ClaimRecord
 from stages.fga.config import PAPER, ReportInputs, load_report
 from stages.fga.expectations import results_suite
 
@@ -61,41 +61,6 @@ def verdict_metrics(results: pd.DataFrame, adaptation: dict[str, Any]) -> dict[s
             "fga_minus_zero": (avg["fga"] - avg["zero"]).tolist(),
             "fga_minus_sapt": (avg["fga"] - avg["sapt"]).tolist(),
             "sharpness_ratio_sapt_over_coop": [s["sharpness_ratio"] for s in adaptation["seeds"]]}
-
-
-def gated_verdict(claim: ClaimRecord, gates: list[str]) -> ClaimRecord:
-    """The verdict from the claim checks only; every claim is unclear (inconclusive) unless every gate holds."""
-    status = {o.name: o.status for o in claim.checks}
-    open_ = all(status[g] == "holds" for g in gates)
-    checks = [o if o.name in gates or open_ else o.model_copy(update={"status": "unclear"}) for o in claim.checks]
-    claims = {o.status for o in checks if o.name not in gates}
-    if not open_ or not claims:
-        verdict = "inconclusive"
-    elif claims == {"holds"}:
-        verdict = "reproduced"
-    elif claims == {"fails"}:
-        verdict = "not_reproduced"
-    else:
-        verdict = "partly" if "holds" in claims else "inconclusive"
-    rule = (f"{claim.verdict_rule}; {gates} are gates (positive controls), not claims: the verdict comes from the "
-            f"other checks, which are all unclear (inconclusive) unless every gate holds")
-    return claim.model_copy(update={"verdict": verdict, "checks": checks, "verdict_rule": rule})
-
-
-def seeds_needed(claim: ClaimRecord, thresholds: dict[str, float]) -> list[dict[str, Any]]:
-    """Per check: mean, sample std over seeds, and the seeds a 95% interval of the mean needs to exclude the
-    threshold, ceil((1.96 · std / |mean − threshold|)²) (normal approximation)."""
-    rows = []
-    for o in claim.checks:
-        v = np.array([x for x in o.values if x is not None], dtype=float)
-        if len(v) < 2:
-            continue
-        mean, sd = float(v.mean()), float(v.std(ddof=1))
-        gap = abs(mean - thresholds[o.name])
-        need = "any" if sd == 0 else ("∞" if gap == 0 else str(max(2, int(np.ceil((1.96 * sd / gap) ** 2)))))
-        rows.append({"check": o.name, "mean": f"{mean:.4f}", "std": f"{sd:.4f}",
-                     "threshold": f"{thresholds[o.name]:g}", "seeds for a 95% interval": need})
-    return rows
 
 
 def accuracy_rows(results: pd.DataFrame, n_seeds: int, conditions: list[list[Any]]) -> list[dict[str, Any]]:
@@ -204,7 +169,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  n_perturb=round(float(costs["fga"]["text_forward"])) - 1,
                  acc_rows=accuracy_rows(results, n_seeds, conditions), cost_rows=list(costs.values()),
                  knob_rows=knob_rows(adaptation), sharp_rows=sharp, gates=cfg.gates,
-                 power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
+                 power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
 
