@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from dvc.utils.serialize import dumps_yaml
 
 # outputs that differ between identical runs by design (wall times) or that are prose about them
 SOFT = ("/timings/", "report.md", "/plots", "index.", "/manifests/", "manifest.md", "claim.json")
@@ -90,7 +91,7 @@ def record(root: Path, names: list[str]) -> list[str]:
             changed.append(name)
         lock["stages"][name] = entry
     tmp = root / "dvc.lock.tmp"
-    tmp.write_text(yaml.safe_dump(lock, sort_keys=False, width=10**6, allow_unicode=True))
+    tmp.write_text(dumps_yaml(lock))  # DVC's own writer: entries look as `dvc repro` writes them (smaller diffs)
     tmp.replace(root / "dvc.lock")
     return changed
 

@@ -12,6 +12,14 @@ from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "biocap"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "retrieval_r5_gain_dual",
+    "seen_taxa_accuracy_taxonomy",
+    "shifted_zero_shot_gain_dual",
+    "shifted_zero_shot_gain_hallucinated",
+)
 Arm = Literal["taxonomy", "caption_single", "caption_dual", "hallucinated", "shuffled"]
 CAPTION_ARMS = {"caption_single": "caption", "caption_dual": "caption", "hallucinated": "hallucinated",
                 "shuffled": "shuffled"}  # arm -> the caption kind it trains on

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import signal
 import sys
 import threading
@@ -34,6 +35,7 @@ from stages.core.config import DEFAULT_PARAMS, ConfigError, load_global
 from stages.core.gx import DataValidationError
 from stages.core.io import InputError, NonFiniteError, remove_outputs_reporting, sweep_temp, write_json
 from stages.core.seeding import apply_threads, seed_everything
+from stages.core.verdict import check_verdict_metrics
 
 C = TypeVar("C")
 P = TypeVar("P")
@@ -175,6 +177,9 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
     try:
         load_global(args.params)
         cfg = load_config(args.params)
+        measured = declared_metrics(paper)
+        if measured is not None:
+            check_verdict_metrics(paper, measured, args.params)
     except ConfigError as err:
         print(f"[{paper}-{step}] refused params ({args.params}): {err}", file=sys.stderr)
         sys.exit(2)
@@ -203,6 +208,16 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
         traceback.print_exc()
         print(f"[{paper}-{step}] failed; {_cleanup(outputs_left(err, outs))}", file=sys.stderr)
         sys.exit(1)
+
+
+def declared_metrics(paper: str) -> tuple[str, ...] | None:
+    """The per-seed metrics ``paper``'s report measures: ``METRICS`` of ``stages/<paper>/config.py``."""
+    try:
+        module = importlib.import_module(f"stages.{paper}.config")
+    except ModuleNotFoundError:
+        return None
+    metrics = getattr(module, "METRICS", None)
+    return tuple(metrics) if metrics is not None else None
 
 
 def _cleanup(left: Sequence[str]) -> str:

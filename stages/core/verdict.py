@@ -15,12 +15,13 @@ crashes the verdict. A metric the rule names that was not measured at all is an 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from stages.core.config import Section
+from stages.core.config import PROFILES, ConfigError, Section, load_section, read_params
 
 VERDICTS = ("reproduced", "partly", "not_reproduced", "inconclusive")
 Verdict = Literal["reproduced", "partly", "not_reproduced", "inconclusive"]
@@ -71,6 +72,30 @@ class VerdictRule(Section):
         return (f"each check must hold on every one of at least {self.min_seeds} seeds "
                 f"[{checks}]; all hold -> reproduced, all fail on every seed -> not_reproduced, "
                 f"some hold -> partly, otherwise (seeds disagree or too few) -> inconclusive")
+
+
+def refuse_unmeasured(rule: VerdictRule, measured: Collection[str], dotted: str) -> None:
+    """Refuse a check on a metric the paper's report does not measure (a cross-key check, before any work)."""
+    for i, check in enumerate(rule.checks):
+        if check.metric not in measured:
+            raise ConfigError(f"{dotted}.checks.{i}.metric: unknown metric '{check.metric}' "
+                              f"(the report measures {', '.join(sorted(measured))})")
+
+
+def check_verdict_metrics(paper: str, measured: Collection[str], params_path: Path | str) -> None:
+    """Every profile's ``<paper>.verdict`` names only metrics in ``measured`` (no-op without a block).
+
+    Run by every stage of the paper before its work (``stages.core.stage``), so a misspelt metric is
+    refused by the first stage a ``dvc repro`` runs, not by the report after the training.
+    """
+    section = read_params(params_path).get(paper)
+    if not isinstance(section, dict) or "verdict" not in section:
+        return
+    overrides = (section["verdict"].get("profiles") or {}) if isinstance(section["verdict"], dict) else {}
+    for name in PROFILES:
+        rule = load_section(VerdictRule, f"{paper}.verdict", params_path, profile=name)
+        replaced = isinstance(overrides.get(name), dict) and "checks" in overrides[name]
+        refuse_unmeasured(rule, measured, f"{paper}.verdict.profiles.{name}" if replaced else f"{paper}.verdict")
 
 
 class CheckOutcome(BaseModel):

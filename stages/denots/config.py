@@ -13,6 +13,15 @@ from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
 PAPER = "denots"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "denots_minus_baseline_pendulum",
+    "denots_minus_baseline_vowels",
+    "feedback_long_vs_d1",
+    "nofeedback_degradation",
+    "scale_minus_tolerance",
+)
 DATASETS = ("pendulum", "vowels")
 FieldName = Literal["no_feedback_gru", "tanh_mlp", "strict_feedback", "anti_feedback"]
 BaselineName = Literal["gru_delta", "diagonal_ssm", "neural_rde"]

@@ -14,6 +14,26 @@ from stages.core.verdict import VerdictRule
 from stages.dupo.problems import mask_domain
 
 PAPER = "dupo"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "dual_minus_majority_at_8",
+    "dual_minus_reachable_at_8",
+    "dupo_accuracy",
+    "dupo_gain_minus_fraction_of_oracle_gain",
+    "dupo_minus_nofilter",
+    "dupo_minus_random",
+    "dupo_minus_sft",
+    "dupo_nofilter_accuracy",
+    "dupo_nofilter_minus_sft",
+    "oracle_accuracy",
+    "oracle_minus_sft",
+    "random_accuracy",
+    "random_minus_sft",
+    "sft_dual_accuracy",
+    "sft_primal_accuracy_high",
+    "sft_primal_accuracy_low",
+)
 Method = Literal["oracle", "dupo", "dupo_nofilter", "random"]
 
 

@@ -12,6 +12,13 @@ from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
 PAPER = "entropylong"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "gain_entropylong_minus_concatenation",
+    "gain_entropylong_minus_no_verification",
+    "gain_no_verification_minus_concatenation",
+)
 Variant = Literal["entropylong", "no_verification", "concatenation"]
 
 

@@ -13,6 +13,18 @@ from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
 PAPER = "espo"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "sudoku_best_minus_warmstart_success",
+    "sudoku_d1_success",
+    "sudoku_espo_minus_d1_success",
+    "sudoku_espo_minus_token_elbo_success",
+    "sudoku_espo_minus_warmstart_success",
+    "sudoku_espo_success",
+    "sudoku_token_elbo_clip_fraction",
+    "sudoku_token_elbo_success",
+)
 Task = Literal["sudoku", "countdown"]
 
 

@@ -12,6 +12,15 @@ from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "fga"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "clean_zero_shot_accuracy",
+    "fga_minus_sapt",
+    "fga_minus_tpt",
+    "fga_minus_zero",
+    "sharpness_ratio_sapt_over_coop",
+)
 Corruption = Literal["blur", "noise", "invert", "pixelate", "occlude", "fog"]
 
 

@@ -12,6 +12,25 @@ from stages.core.verdict import VerdictRule
 from stages.matrix_denoising.theory import bbp_threshold, stall_ratio
 
 PAPER = "matrix_denoising"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "fss_exponent",
+    "fss_exponent_deviation",
+    "fss_exponent_wrong_theory",
+    "fss_gap_largest_n",
+    "limit_error",
+    "max_trajectory_gap",
+    "max_trajectory_gap_above",
+    "max_trajectory_gap_below",
+    "stall_peak_contrast",
+    "stall_peak_offset",
+    "stall_slowdown",
+    "svd_limit_error",
+    "svd_transition_estimate_error",
+    "transition_estimate_error",
+    "transition_location_error",
+)
 
 
 def limit_threads(max_threads: int, threads: int) -> int:

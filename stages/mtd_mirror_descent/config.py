@@ -13,6 +13,14 @@ from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
 PAPER = "mtd_mirror_descent"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "deep_multistep_margin_shrunk_tv",
+    "shallow_bayes_minus_md1_shrunk_tv",
+    "shallow_kl_over_md1",
+    "shallow_layer1_gain_over_positional",
+)
 
 
 class DataConfig(Section):

@@ -11,6 +11,17 @@ from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "ndm"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "lm_full_patch_fraction",
+    "lm_gini_margin",
+    "lm_gini_ndm",
+    "lm_kept_min",
+    "toy_ari_margin",
+    "toy_ari_ndm",
+    "toy_oracle_ari",
+)
 METHODS = ("ndm", "identity", "random", "pca")
 BASELINES = ("identity", "random", "pca")
 TASKS = ("ioi", "greater_than")

@@ -12,6 +12,13 @@ from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
 PAPER = "purrception"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "final_fid_ratio",
+    "steps_saved_vs_continuous",
+    "steps_saved_vs_discrete",
+)
 Method = Literal["purrception", "cfm_velocity", "cfm_endpoint", "discrete_fm"]
 
 

@@ -11,6 +11,15 @@ from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "relash"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "attribute_ratio",
+    "control_ratio",
+    "frechet_ratio",
+    "memorisation_rate",
+    "structure_ratio",
+)
 DATASETS = ("high_school", "workplace")
 
 

@@ -11,6 +11,14 @@ from stages.core.config import Section, load_section
 from stages.core.verdict import VerdictRule
 
 PAPER = "sci2pol"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "overall_curated_minus_unfiltered",
+    "overall_unfiltered_minus_none",
+    "rho_lm_minus_bertscore",
+    "rho_lm_minus_rouge",
+)
 
 
 class DataConfig(Section):

@@ -13,6 +13,13 @@ from stages.text2grad.alignment import SCHEMES, RewardScheme
 from stages.text2grad.task import NAMES
 
 PAPER = "text2grad"
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
+# check may use; every stage refuses a verdict block naming another before it starts work
+METRICS = (
+    "rouge_text2grad_minus_dense",
+    "rouge_text2grad_minus_no_critique",
+    "rouge_text2grad_minus_scalar",
+)
 
 
 class NoiseConfig(Section):

@@ -1,4 +1,5 @@
 import re
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +146,26 @@ def test_a_params_file_that_is_not_yaml_is_refused_naming_it(tmp_path):
     with pytest.raises(ConfigError, match=re.escape(f"{path}: not valid YAML: ") + ".*line 3") as info:
         load_global(path)
     assert "\n" not in str(info.value)
+
+
+def test_params_read_again_are_parsed_once_yet_follow_edits_and_are_never_shared(tmp_path):
+    from stages.core import config
+
+    path = tmp_path / "params.yaml"
+    path.write_text("seed: 1\nprofile: smoke\nthreads: 1\npapers: [a]\nnested: {x: [1, 2]}\n")
+    first = config.read_params(path)
+    first["nested"]["x"].append(3)  # a caller's change must not leak into the next read
+    assert config.read_params(path)["nested"]["x"] == [1, 2]
+    assert next(iter(config._parsed.values()))["nested"]["x"] == [1, 2]
+    path.write_text("seed: 2\nprofile: smoke\nthreads: 1\npapers: [a]\n")  # same size class, new text
+    assert config.read_params(path)["seed"] == 2
+    assert len(config._parsed) == 1  # only the last parse is kept
+
+
+def test_the_fast_yaml_loader_reads_the_committed_params_as_the_pure_python_one_does():
+    import yaml
+
+    from stages.core import config
+
+    text = (Path(__file__).resolve().parents[2] / "params.yaml").read_text()
+    assert yaml.load(text, Loader=config._LOADER) == yaml.safe_load(text)

@@ -94,3 +94,16 @@ def test_rule_refuses_duplicate_check_names_and_boolean_seed_counts():
         VerdictRule.model_validate({"min_seeds": 1, "checks": [check, check]})
     with pytest.raises(ValueError, match="min_seeds"):
         VerdictRule.model_validate({"min_seeds": True, "checks": [check]})
+
+
+def test_a_check_on_a_metric_the_report_does_not_measure_is_refused_naming_its_key():
+    from stages.core.config import ConfigError
+    from stages.core.verdict import refuse_unmeasured
+
+    rule = VerdictRule(min_seeds=1, checks=[
+        Check(name="a", metric="gain", op=">=", threshold=0.0),
+        Check(name="b", metric="gian", op=">=", threshold=0.0)])
+    refuse_unmeasured(rule, {"gain", "gian"}, "p.verdict")  # both measured: nothing to refuse
+    with pytest.raises(ConfigError, match=r"^p\.verdict\.checks\.1\.metric: unknown metric 'gian' \(the report "
+                                          r"measures gain, loss\)$"):
+        refuse_unmeasured(rule, {"gain", "loss"}, "p.verdict")

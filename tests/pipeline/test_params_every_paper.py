@@ -14,18 +14,22 @@ A paper added later is covered without new test code.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import math
 from pathlib import Path
 from typing import Any
 from unittest import mock
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from stages import dag
 from stages.core import config
-from stages.core.config import ConfigError, read_params, record_sections
+from stages.core.config import PROFILES, ConfigError, read_params, record_sections
+from stages.core.stage import declared_metrics, stage_main
+from stages.core.verdict import check_verdict_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
@@ -155,3 +159,68 @@ def test_bad_value_refused_with_its_key(entry: Any, tmp_path_factory: pytest.Tem
                    for p in parts), f"{entry.stage}: {expected} = {bad!r} was refused as: {err.value}"
 
     check()
+
+
+PAPERS_WITH_VERDICT = sorted({e.paper for e in STEPS if isinstance(read_params(PARAMS).get(e.paper), dict)
+                              and "verdict" in read_params(PARAMS)[e.paper]})
+
+
+def test_every_verdict_names_only_metrics_its_paper_declares() -> None:
+    """Each paper with a verdict block declares METRICS, and the committed rule (every profile) uses only those."""
+    assert PAPERS_WITH_VERDICT, "no paper has a verdict block"
+    for paper in PAPERS_WITH_VERDICT:
+        declared = declared_metrics(paper)
+        assert declared, f"stages/{paper}/config.py declares no METRICS"
+        check_verdict_metrics(paper, declared, PARAMS)
+
+
+def _misspelt(paper: str, profile: str | None) -> tuple[dict[str, Any], str]:
+    """The committed params with one verdict metric misspelt (in a profile override when given)."""
+    data = read_params(PARAMS)
+    verdict = data[paper]["verdict"]
+    if profile is None:
+        checks, key = verdict["checks"], f"{paper}.verdict.checks.0.metric"
+    else:
+        override = verdict.setdefault("profiles", {}).setdefault(profile, {})
+        override["checks"] = copy.deepcopy(override.get("checks") or verdict["checks"])
+        checks, key = override["checks"], f"{paper}.verdict.profiles.{profile}.checks.0.metric"
+    checks[0]["metric"] += "_misspelt"
+    return data, key
+
+
+@pytest.mark.parametrize("paper", PAPERS_WITH_VERDICT)
+def test_misspelt_verdict_metric_is_refused_by_every_step_before_its_work(paper: str, tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture) -> None:
+    """A cross-key mistake (a check on a metric no report measures) stops the first stage, not the report."""
+    for profile in (None, "paper"):
+        data, key = _misspelt(paper, profile)
+        params = tmp_path / "params.yaml"
+        params.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        for entry in [e for e in STEPS if e.paper == paper]:
+            ran: list[str] = []
+            argv = ["--params", str(params), "--timing", str(tmp_path / "t.json")]
+            for f in dataclasses.fields(entry.paths):
+                argv += ["--" + f.name.replace("_", "-"), str(tmp_path / "out" / f.name)]
+            with pytest.raises(SystemExit) as stop:
+                stage_main(entry.paper, entry.step, lambda *_, ran=ran: ran.append("work") or {},
+                           entry.load_config, entry.paths, argv)
+            err = capsys.readouterr().err
+            assert stop.value.code == 2 and not ran, f"{entry.stage}: exit {stop.value.code}, ran {ran}: {err}"
+            try:  # a report's own loader may cross-check the rule first (e.g. its gates); else this check names it
+                entry.load_config(params)
+            except ConfigError as own:
+                assert str(own) in err, f"{entry.stage}: {err}"
+            else:
+                assert f"{key}: unknown metric" in err, f"{entry.stage}: {err}"
+            assert not (tmp_path / "out").exists()
+
+
+def test_a_profile_without_its_own_checks_is_blamed_on_the_base_rule(tmp_path: Path) -> None:
+    paper = PAPERS_WITH_VERDICT[0]
+    data, key = _misspelt(paper, None)
+    for name in PROFILES:  # overrides that replace the checks would hide the base rule's mistake
+        (data[paper]["verdict"].get("profiles") or {}).get(name, {}).pop("checks", None)
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    with pytest.raises(ConfigError, match=rf"^{key}: unknown metric '.*_misspelt' \(the report measures "):
+        check_verdict_metrics(paper, declared_metrics(paper) or (), params)

@@ -49,6 +49,19 @@ def _out_hashes(repo: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
+def test_each_report_measures_exactly_the_metrics_its_config_declares(smoke_repo):
+    """``METRICS`` in a paper's config (what a verdict check may name) is what its report measures."""
+    from stages.core.stage import declared_metrics
+
+    for paper in load_global(smoke_repo.params).papers:
+        measured = set(smoke_repo.json(f"reports/{paper}/metrics.json")["per_seed"])
+        declared = declared_metrics(paper)
+        assert declared is not None, f"stages/{paper}/config.py declares no METRICS"
+        assert set(declared) == measured, (f"{paper}: declared but not measured {sorted(set(declared) - measured)}, "
+                                           f"measured but not declared {sorted(measured - set(declared))}")
+
+
+@pytest.mark.slow
 def test_smoke_repro_writes_every_report_and_the_ledger(smoke_repo):
     papers = load_global(smoke_repo.params).papers
     index = (smoke_repo.root / "reports/index.md").read_text()
