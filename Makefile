@@ -58,6 +58,7 @@ bench: $(STAMP)
 	python -m benchmarks.orchestration
 	python -m benchmarks.reliability
 	python -m benchmarks.stability
+	python -m benchmarks.dag
 
 clean-venv:
 	rm -rf $(VENV)

@@ -1,0 +1,204 @@
+"""Where each stage's time goes: start-up against work, per stage and paper, and how close each
+paper's slowest stage comes to the machine's fp32 matmul peak.
+
+Inputs: a smoke workspace whose DAG ran with ``python -m stages.repro --times T`` (``--workspace``
+and ``--times``; without them this module copies the repository and runs one), and the committed
+default-profile timings ``reports/<paper>/timings/<step>.json``. Writes ``reports/bench/dag.json``
+and the table ``reports/bench/dag.md``.
+
+- Start-up of a stage = the wall time of its whole command (DVC, the interpreter, imports, params
+  validation; from ``--times``) minus the time the stage measures around its own work (its timings
+  JSON in the workspace). It hardly depends on the profile, so the start-up share at the default
+  profile is ``startup / (startup + committed default work time)``.
+- FLOP/s: each paper's slowest stage at the default profile is run again in-process at the smoke
+  profile on the workspace's inputs (outputs to a temporary folder), once plain for its time and once
+  under ``torch.utils.flop_counter.FlopCounterMode``, which counts the FLOPs of matrix products,
+  convolutions and attention run through torch (2 per multiply-add); elementwise ops, numpy and
+  anything outside torch count 0. Achieved = counted FLOPs / plain run time; the peak is fp32
+  ``torch.mm`` of 1024 x 1024 matrices at the workspace's thread count, measured in the same process
+  just before. Smoke batches are small, so the fraction is a lower bound on the default profile's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import machine_info
+from stages import dag
+from stages.core.config import load_global
+from stages.core.io import write_json, write_text
+from stages.core.stage import output_paths, run_stage
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def startup_table(workspace: Path, times: dict[str, dict[str, float]], committed: Path = ROOT) -> list[dict]:
+    """Per stage: smoke command time, smoke work time, start-up, committed default work time, start-up share."""
+    rows = []
+    for stage, t in sorted(times.items()):
+        paper, _, step = stage.partition("-")
+        if not step or paper == "assets":
+            continue
+        smoke = workspace / "reports" / paper / "timings" / f"{step}.json"
+        default = committed / "reports" / paper / "timings" / f"{step}.json"
+        if not smoke.is_file():
+            continue
+        work = json.loads(smoke.read_text())["wall_time_s"]
+        startup = max(0.0, t["wall_s"] - work)
+        row: dict[str, Any] = {"stage": stage, "paper": paper, "smoke_command_s": t["wall_s"],
+                               "smoke_cpu_s": t["cpu_s"], "smoke_work_s": work, "startup_s": round(startup, 2)}
+        if default.is_file():
+            d = json.loads(default.read_text())["wall_time_s"]
+            row["default_work_s"] = d
+            row["default_startup_share"] = round(startup / (startup + d), 4) if startup + d > 0 else None
+        rows.append(row)
+    return rows
+
+
+def matmul_peak(n: int = 1024, repeats: int = 20) -> float:
+    """Measured fp32 FLOP/s of ``torch.mm`` on n x n matrices (best of ``repeats``)."""
+    import torch
+
+    a, b = torch.randn(n, n), torch.randn(n, n)
+    torch.mm(a, b)
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        torch.mm(a, b)
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best
+
+
+def run_redirected(stage: str, workspace: Path, folder: Path) -> float:
+    """Run one stage in-process on the workspace's inputs with its outputs under ``folder``; its seconds."""
+    params = workspace / "params.yaml"
+    entry = dag.find_step(stage, params)
+    base = dag.step_paths(entry, workspace)
+    overrides = {f.name: folder / f.name / getattr(base, f.name).name
+                 for f in dataclasses.fields(entry.paths) if f.metadata.get("role") == "out"}
+    paths = dag.step_paths(entry, workspace, **overrides)
+    for out in output_paths(paths):
+        out.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    run_stage(entry.paper, entry.step, entry.run, entry.load_config(params), paths, params, None)
+    return time.perf_counter() - start
+
+
+def flops_of(stage: str, workspace: Path) -> dict[str, Any]:
+    """Counted FLOPs, plain time and achieved FLOP/s of one stage at the smoke profile."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with tempfile.TemporaryDirectory() as plain, tempfile.TemporaryDirectory() as counted:
+        seconds = run_redirected(stage, workspace, Path(plain))
+        counter = FlopCounterMode(display=False)
+        with counter:
+            run_redirected(stage, workspace, Path(counted))
+    flops = int(counter.get_total_flops())
+    return {"stage": stage, "smoke_work_s": round(seconds, 3), "flops": flops,
+            "flop_per_s": flops / seconds if seconds > 0 else None}
+
+
+def slowest_default_stage(paper: str, committed: Path = ROOT) -> str | None:
+    """The paper's stage with the longest committed default-profile work time."""
+    best = None
+    for path in sorted((committed / "reports" / paper / "timings").glob("*.json")):
+        t = json.loads(path.read_text())
+        if t.get("profile") == "default" and (best is None or t["wall_time_s"] > best[1]):
+            best = (f"{paper}-{path.stem}", t["wall_time_s"])
+    return best[0] if best else None
+
+
+def summarise(rows: list[dict], flops: list[dict], peak: float, threads: int) -> dict[str, Any]:
+    papers: dict[str, dict[str, float]] = {}
+    for r in rows:
+        p = papers.setdefault(r["paper"], {"stages": 0, "startup_s": 0.0, "default_work_s": 0.0})
+        p["stages"] += 1
+        p["startup_s"] = round(p["startup_s"] + r["startup_s"], 2)
+        p["default_work_s"] = round(p["default_work_s"] + r.get("default_work_s", 0.0), 2)
+    for p in papers.values():
+        total = p["startup_s"] + p["default_work_s"]
+        p["default_startup_share"] = round(p["startup_s"] / total, 4) if total else None
+    for f in flops:
+        f["fraction_of_peak"] = round(f["flop_per_s"] / peak, 5) if f["flop_per_s"] is not None else None
+    startups = sorted(r["startup_s"] for r in rows)
+    return {"benchmark": "dag", "machine": machine_info(), "threads": threads,
+            "matmul_peak_flop_per_s": peak, "median_startup_s": startups[len(startups) // 2] if startups else None,
+            "papers": papers, "stages": rows, "slowest_stage_flops": flops}
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = ["# Where the DAG's time goes", "",
+             f"Smoke workspace at {result['threads']} thread(s); machine load "
+             f"{result['machine']['load_average_1min']} at the end. Median start-up per stage "
+             f"{result['median_startup_s']} s. fp32 matmul peak "
+             f"{result['matmul_peak_flop_per_s'] / 1e9:.1f} GFLOP/s.", "",
+             "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default |",
+             "|---|---|---|---|---|"]
+    for name, p in sorted(result["papers"].items()):
+        lines.append(f"| {name} | {p['stages']} | {p['startup_s']} | {p['default_work_s']} | "
+                     f"{p['default_startup_share']} |")
+    lines += ["", "Each paper's slowest default stage, rerun at the smoke profile (FLOPs counted by "
+              "`torch.utils.flop_counter`: matmul, convolution, attention):", "",
+              "| stage | smoke work (s) | GFLOP | GFLOP/s | fraction of matmul peak |", "|---|---|---|---|---|"]
+    for f in result["slowest_stage_flops"]:
+        rate = f"{f['flop_per_s'] / 1e9:.2f}" if f["flop_per_s"] is not None else "-"
+        lines.append(f"| {f['stage']} | {f['smoke_work_s']} | {f['flops'] / 1e9:.3f} | {rate} | "
+                     f"{f['fraction_of_peak']} |")
+    return "\n".join(lines) + "\n"
+
+
+def run_smoke(dest: Path) -> tuple[Path, Path]:
+    """Copy the repository to ``dest`` at the smoke profile and run its DAG with ``--times``."""
+    from tests.smoke import copy_repo
+
+    copy_repo(dest)
+    times = dest / "times.json"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    subprocess.run([sys.executable, "-m", "stages.repro", "--jobs", "1", "--times", str(times)], cwd=dest,
+                   check=True, env=env)
+    return dest, times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workspace", type=Path, help="a smoke workspace whose DAG has run")
+    parser.add_argument("--times", type=Path, help="its `stages.repro --times` JSON")
+    parser.add_argument("--no-flops", action="store_true", help="skip the in-process FLOP runs")
+    parser.add_argument("--out", type=Path, default=ROOT / "reports" / "bench")
+    args = parser.parse_args(argv)
+    if (args.workspace is None) != (args.times is None):
+        parser.error("--workspace and --times go together")
+    with tempfile.TemporaryDirectory() as tmp:
+        workspace, times = (args.workspace, args.times) if args.workspace else run_smoke(Path(tmp) / "ws")
+        stage_times = json.loads(times.read_text())["stages"]
+        rows = startup_table(workspace, stage_times)
+        glob = load_global(workspace / "params.yaml")
+        import torch
+
+        torch.set_num_threads(glob.threads)
+        peak = matmul_peak()
+        flops = []
+        if not args.no_flops:
+            for paper in glob.papers:
+                stage = slowest_default_stage(paper)
+                if stage is not None:
+                    print(f"[bench dag] {stage}", file=sys.stderr)
+                    flops.append(flops_of(stage, workspace))
+        result = summarise(rows, flops, peak, glob.threads)
+    write_json(result, args.out / "dag.json")
+    write_text(markdown(result), args.out / "dag.md")
+    print(markdown(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,45 @@
+"""benchmarks/dag.py: start-up against work, and the FLOP rate, on hand-made timings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmarks.dag import markdown, slowest_default_stage, startup_table, summarise
+
+
+def _timing(root, paper, step, seconds, profile):
+    path = root / "reports" / paper / "timings" / f"{step}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"paper": paper, "profile": profile, "step": step, "wall_time_s": seconds}))
+
+
+def test_startup_is_the_command_time_minus_the_work_and_its_share_uses_the_default_work(tmp_path):
+    ws, committed = tmp_path / "ws", tmp_path / "repo"
+    _timing(ws, "alpha", "train", 2.0, "smoke")
+    _timing(ws, "alpha", "report", 0.5, "smoke")
+    _timing(committed, "alpha", "train", 95.0, "default")
+    _timing(committed, "alpha", "report", 1.0, "default")
+    times = {"alpha-train": {"wall_s": 7.0, "cpu_s": 6.5}, "alpha-report": {"wall_s": 4.5, "cpu_s": 4.0},
+             "assets-x": {"wall_s": 3.0, "cpu_s": 3.0}, "claims": {"wall_s": 2.0, "cpu_s": 2.0}}
+    rows = {r["stage"]: r for r in startup_table(ws, times, committed)}
+    assert set(rows) == {"alpha-train", "alpha-report"}  # assets and the ledger are not a paper's stages
+    assert rows["alpha-train"]["startup_s"] == pytest.approx(5.0)
+    assert rows["alpha-train"]["default_startup_share"] == pytest.approx(5.0 / 100.0)
+    assert rows["alpha-report"]["default_startup_share"] == pytest.approx(4.0 / 5.0)
+    result = summarise(list(rows.values()), [{"stage": "alpha-train", "smoke_work_s": 2.0, "flops": 4e9,
+                                              "flop_per_s": 2e9}], peak=1e10, threads=1)
+    assert result["papers"]["alpha"] == {"stages": 2, "startup_s": 9.0, "default_work_s": 96.0,
+                                         "default_startup_share": pytest.approx(9.0 / 105.0, abs=1e-4)}
+    assert result["slowest_stage_flops"][0]["fraction_of_peak"] == pytest.approx(0.2)
+    text = markdown(result)
+    assert "| alpha | 2 | 9.0 | 96.0 |" in text and "| alpha-train | 2.0 | 4.000 | 2.00 | 0.2 |" in text
+
+
+def test_the_slowest_stage_is_chosen_from_default_timings_only(tmp_path):
+    _timing(tmp_path, "alpha", "train", 50.0, "default")
+    _timing(tmp_path, "alpha", "evaluate", 80.0, "default")
+    _timing(tmp_path, "alpha", "data", 500.0, "smoke")  # a leftover smoke timing never counts
+    assert slowest_default_stage("alpha", tmp_path) == "alpha-evaluate"
+    assert slowest_default_stage("beta", tmp_path) is None
