@@ -29,7 +29,8 @@ CARD = PaperCard(
            "understanding (ICLR 2026; abstract in ../shared/seeds/iclr2026-abstracts.txt, issue 32)"),
     claim=("Scoring the reasoning path (step correctness against key steps, efficiency, impact of CoT, consistency "
            "of paths) separates faithful from unfaithful reasoning that answer equally well, and CoT impact is "
-           "negative on tasks where verbalising loses visual detail (pre-registered here: the fine lesion-size grade)."),
+           "negative on tasks where verbalising loses visual detail (pre-registered here: the fine lesion-size "
+           "grade)."),
     paper_result=("Current multimodal models often reach answers through unreliable, clinically uninterpretable "
                   "reasoning, and CoT does not always help (24 examination types, 13 tasks; abstract)."),
 )
@@ -64,7 +65,8 @@ def above_chance(scores: pd.DataFrame, model: str, n_seeds: int) -> list[float]:
 def verdict_metrics(scores: pd.DataFrame, matcher: dict[str, Any], n_seeds: int,
                     cot_hurts_tasks: list[str]) -> dict[str, list[float | None]]:
     """Per-seed verdict metrics: gates (rule-based accuracy, trained models above chance, matcher accuracy,
-    matched answers) and claims (F1 and consistency gaps at matched accuracy, CoT impact on the pre-registered tasks)."""
+    matched answers) and claims (F1 and consistency gaps at matched accuracy, CoT impact on the pre-registered
+    tasks)."""
     acc = {m: np.array(per_seed_mean(scores, m, "correct", n_seeds)) for m in MODELS}
     f1 = {m: np.array(per_seed_mean(scores, m, "f1", n_seeds)) for m in CHAIN_MODELS}
     cons = {m: np.array(per_seed_mean(scores, m, "consistency", n_seeds)) for m in ("rule_based", "unfaithful")}

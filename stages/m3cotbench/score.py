@@ -19,8 +19,14 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.m3cotbench.config import PAPER, ScoreInputs, load_score
 from stages.m3cotbench.expectations import scores_suite
 from stages.m3cotbench.io import read_outputs, read_scenes, scene_of
-from stages.m3cotbench.matcher import (CONCEPTS, choose_threshold, labelled_pairs, match_scores, pair_accuracy,
-                                       reference_sentences)
+from stages.m3cotbench.matcher import (
+    CONCEPTS,
+    choose_threshold,
+    labelled_pairs,
+    match_scores,
+    pair_accuracy,
+    reference_sentences,
+)
 from stages.m3cotbench.metrics import greedy_matches, path_consistency, step_prf
 from stages.m3cotbench.scene import gold
 from stages.m3cotbench.steps_text import EVAL, TUNE, n_tokens, parse
