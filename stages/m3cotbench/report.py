@@ -180,6 +180,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  leaderboard=family_table(scores, n_seeds, n_boot, ctx.seed),
                  task_rows=task_rows(scores, n_seeds, n_boot, ctx.seed, cfg.cot_hurts_tasks),
                  level_rows=level_rows(scores), train_rows=train_rows, gates=cfg.gates,
+                 epochs=len(training[0]["loss"]),
                  cot_hurts_tasks=cfg.cot_hurts_tasks, n_boot=n_boot,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
