@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from dvc.utils.serialize import dumps_yaml
+from dvc.utils.serialize import dumps_yaml, load_yaml
 
 # outputs that differ between identical runs by design (wall times) or that are prose about them
 SOFT = ("/timings/", "report.md", "/plots", "index.", "/manifests/", "manifest.md", "claim.json")
@@ -53,11 +53,12 @@ def file_hash(path: Path, rel: str) -> dict[str, Any]:
 
 def record(root: Path, names: list[str]) -> list[str]:
     """Rewrite the lock entries of ``names`` (all stages if empty); return those that changed."""
-    spec = yaml.safe_load((root / "dvc.yaml").read_text())["stages"]
+    # read as DVC reads them (YAML 1.2: `1e-05` is a float), so what is written back compares equal
+    spec = load_yaml(root / "dvc.yaml")["stages"]
     if any("foreach" in s or "matrix" in s for s in spec.values()):
         raise SystemExit("dvc.yaml has foreach/matrix stages; record handles plain stages only")
-    lock = yaml.safe_load((root / "dvc.lock").read_text())
-    params = yaml.safe_load((root / "params.yaml").read_text())
+    lock = load_yaml(root / "dvc.lock")
+    params = load_yaml(root / "params.yaml")
     unknown = [n for n in names if n not in spec or n not in lock["stages"]]
     if unknown:
         raise SystemExit(f"not a locked stage of dvc.yaml: {', '.join(unknown)}")

@@ -75,6 +75,18 @@ def test_a_params_change_is_recorded_with_its_value(tmp_path):
     assert "modified" not in _status(repo)
 
 
+def test_recording_twice_keeps_floats_without_a_dot_as_dvc_reads_them(tmp_path):
+    """`1e-05` is a float to DVC (YAML 1.2) but a string to PyYAML: a second record must not quote it."""
+    repo = _repo(tmp_path / "r")
+    (repo / "params.yaml").write_text("a: {n: 3}\nb: {k: 1, tol: 1e-05}\n")
+    record(repo, ["b"])
+    first = (repo / "dvc.lock").read_text()
+    assert "modified" not in _status(repo)
+    record(repo, ["a", "b"])
+    assert (repo / "dvc.lock").read_text() == first
+    assert "'1e-05'" not in first and "modified" not in _status(repo)
+
+
 def test_unknown_stages_and_missing_deps_are_refused_before_the_lock_is_written(tmp_path):
     repo = _repo(tmp_path / "r")
     text = (repo / "dvc.lock").read_text()
