@@ -275,6 +275,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "diverged_runs": n_div, "runs": n_runs, "stability": ev.get("stability", []),
                "max_one_ulp_change": stability["max"]}
     odes = results[results.model == "denots"]
+    pend = results[results.dataset == "pendulum"]
     write_report(paths, claim, metrics, timings, ev=ev, n_runs=n_runs, n_div=n_div, reasons=reasons,
                  n_fields=odes.field.nunique(), max_train_steps=int(results.train_steps.max()),
                  parameters=parameter_rows(results),
@@ -282,7 +283,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  horizons=horizon_rows(results, log, ev), tolerance=config_rows(results, "pendulum", "tolerance"),
                  baselines={name: config_rows(results, name, "baseline") for name in ("pendulum", "vowels")},
                  chosen=chosen, chosen_columns=CHOSEN_COLUMNS, has_nfe=has_nfe, late=late,
-                 history=RULE_HISTORY, d_long=max(results[results.dataset == "pendulum"].horizon),
+                 history=RULE_HISTORY, at_top_lr=int((pend.lr == pend.lr.max()).sum()),
+                 at_cap=int((pend.train_steps == pend.train_steps.max()).sum()), n_chosen=len(pend),
+                 top_lr=float(pend.lr.max()), d_long=max(results[results.dataset == "pendulum"].horizon),
                  lrs=lr_rows(all_runs), per_field=per_field_rows(ev), stability=stability,
                  margins=margin_rows(claim, thresholds, stability["max"]), gates=cfg.gates,
                  power_rows=seeds_to_decide(claim, thresholds),
