@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
@@ -16,15 +16,19 @@ PAPER = "denots"
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
+    "best_baseline_pendulum",
+    "best_baseline_vowels",
     "denots_minus_baseline_pendulum",
     "denots_minus_baseline_vowels",
-    "feedback_long_vs_d1",
-    "nofeedback_degradation",
+    "long_vs_d1__anti_feedback",
+    "long_vs_d1__no_feedback_gru",
+    "long_vs_d1__strict_feedback",
+    "long_vs_d1__tanh_mlp",
     "scale_minus_tolerance",
 )
 DATASETS = ("pendulum", "vowels")
 FieldName = Literal["no_feedback_gru", "tanh_mlp", "strict_feedback", "anti_feedback"]
-BaselineName = Literal["gru_delta", "diagonal_ssm", "neural_rde"]
+BaselineName = Literal["gru_delta", "diagonal_ssm", "neural_rde", "neural_cde"]
 
 
 class HawkesConfig(Section):
@@ -135,6 +139,21 @@ class BaselineConfig(Section):
     nrde_window: int = Field(ge=1)
 
 
+class EarlyStopping(Section):
+    """Validation loss every ``eval_every`` steps; stop after ``patience`` evaluations without improvement;
+    the best-validation checkpoint is the one kept."""
+
+    eval_every: int = Field(ge=1)
+    patience: int = Field(ge=1)
+
+
+class StabilityConfig(Section):
+    """Configurations retrained with every input perturbed by one ulp (same seed, same lrs)."""
+
+    seeds: list[int] = Field(min_length=1)
+    configs: list[str] = Field(min_length=1)  # "<field or baseline>@<D>" on the pendulum
+
+
 class TrainConfig(Section):
     """Every (data set, model, field, D, tolerance, seed) run, trained with Lightning."""
 
@@ -144,7 +163,9 @@ class TrainConfig(Section):
     max_threads: MaxThreads
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=2)
-    lr: float = Field(gt=0, le=1)
+    lrs: list[float] = Field(min_length=1)  # swept for every model; the one kept is chosen on validation loss
+    early_stopping: EarlyStopping
+    stability: StabilityConfig | None = None
     grad_clip: float = Field(gt=0)
     denots_field: FieldName
     solver: SolverConfig
@@ -158,6 +179,16 @@ class TrainConfig(Section):
         for name in DATASETS:
             if self.denots_field not in getattr(self, name).fields:
                 raise ValueError(f"denots_field '{self.denots_field}' must be among {name}.fields")
+        if len(set(self.lrs)) != len(self.lrs) or any(not 0 < x <= 1 for x in self.lrs):
+            raise ValueError("lrs must be distinct and in (0, 1]")
+        if self.stability is not None:
+            known = {*self.pendulum.fields, *self.baselines.models}
+            for c in self.stability.configs:
+                name, _, d = c.partition("@")
+                if name not in known or not d or float(d) not in [*self.pendulum.horizons, 1.0]:
+                    raise ValueError(f"stability config '{c}' must be <field or baseline>@<pendulum horizon>")
+            if any(s >= self.n_seeds for s in self.stability.seeds):
+                raise ValueError("stability seeds must be below n_seeds")
         return self
 
 
@@ -177,9 +208,14 @@ class EvaluateInputs(Section):
 
 
 class ReportInputs(Section):
-    """The report step reads the verdict rule."""
+    """The report step reads the verdict rule and which of its checks are gates (positive controls)."""
 
     verdict: VerdictRule
+    gates: list[str] = Field(min_length=1)
+
+
+class _Report(Section):
+    gates: list[str] = Field(min_length=1)
 
 
 def load_data(params: Path) -> DataConfig:
@@ -199,5 +235,13 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``denots.verdict``."""
-    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
+    """``denots.verdict`` and ``denots.report.gates`` (each gate must be a check; at least one check is a claim)."""
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    gates = load_section(_Report, f"{PAPER}.report", params).gates
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in gates if g not in names]
+    if missing:
+        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
+    if set(gates) == names:
+        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    return ReportInputs(verdict=verdict, gates=gates)

@@ -1,6 +1,7 @@
 """Step ``evaluate``: validation/test score and NFE of every run, and the per-seed verdict metrics.
 
-Scores: R² of the pendulum length, accuracy on JapaneseVowels. A run that diverged (in
+Scores: R² of the pendulum length, accuracy on JapaneseVowels. Each configuration was trained at every lr
+of the sweep; the lr kept is the one with the lower best validation loss (``lr_chosen``). A run that diverged (in
 training or on held-out data) has no score; for the verdict metrics it counts at the
 score floor of its data set (params), as does a score below the floor. Choices among runs
 (best D, best tolerance, best baseline) are made on the validation split, never the test.
@@ -25,9 +26,8 @@ from stages.core.threads import cap_threads
 from stages.denots.config import PAPER, EvaluateInputs, load_evaluate
 from stages.denots.expectations import results_suite, runs_suite
 from stages.denots.grid import RunSpec, build_model, forward, run_grid
-from stages.denots.io import SplitTensors, Task, load_tasks
+from stages.denots.io import SplitTensors, Task, load_tasks, perturbed_task
 from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver
-from stages.denots.vector_fields import FEEDBACK_FIELDS, NO_FEEDBACK_FIELDS
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,15 @@ def floored(results: pd.DataFrame, floors: dict[str, float]) -> pd.Series:
     return results.test_score.where(~results.diverged, floor).clip(lower=floor).fillna(floor)
 
 
+def choose_lr(results: pd.DataFrame) -> pd.Series:
+    """True for the run of each configuration whose best validation loss is lowest (the lr kept); diverged last,
+    ties to the first lr. Uses the validation split only."""
+    key = results.best_val_loss.where(~results.diverged, np.inf).fillna(np.inf)
+    best = key.groupby(results.config_id).transform("min")
+    first = results.assign(_k=key).groupby("config_id")._k.transform(lambda k: k.index == k.idxmin())
+    return (key == best) & first.astype(bool)
+
+
 def pick(frame: pd.DataFrame) -> pd.Series:
     """The run with the best validation score (diverged runs last; ties broken by order)."""
     ranked = frame.assign(_v=frame.val_score.where(~frame.diverged, -np.inf).fillna(-np.inf))
@@ -107,74 +116,99 @@ def compared(seed: int, method: pd.Series, other: pd.Series) -> dict[str, Any]:
             "compared NFE": float(other.test_nfe)}
 
 
+def long_vs_d1(long_score: float, d1_score: float) -> float:
+    """R²(D_max) − R²(D = 1) of one field and seed: negative when the long horizon hurts (Sec. 5, pendulum ablation)."""
+    return float(long_score - d1_score)
+
+
 def verdict_metrics(results: pd.DataFrame, inputs: EvaluateInputs) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """Per-seed metrics of the verdict checks, and which runs each compares (for the report)."""
+    """Per-seed metrics (chosen-lr runs, perturbed runs excluded), and which runs each compares (for the report).
+
+    Per field f on the pendulum: ``long_vs_d1__f``; the best baseline's R² (the competence gate);
+    scaling D vs tightening tolerances; DeNOTS vs the best baseline on each data set (vowels: reported only)."""
     cfg = inputs.train
     floors = {"pendulum": inputs.evaluate.pendulum_score_floor, "vowels": inputs.evaluate.vowels_score_floor}
-    r = results.assign(score=floored(results, floors))
+    r = results[results.lr_chosen & (results.group != "perturbed")]
+    r = r.assign(score=floored(r, floors))
     seeds = sorted(r.seed_index.unique())
-    per_seed: dict[str, list[float]] = {k: [] for k in (
-        "feedback_long_vs_d1", "nofeedback_degradation", "scale_minus_tolerance",
-        "denots_minus_baseline_pendulum", "denots_minus_baseline_vowels")}
-    chosen: dict[str, list[dict[str, Any]]] = {k: [] for k in per_seed}
+    per_seed: dict[str, list[float]] = {}
+    chosen: dict[str, list[dict[str, Any]]] = {}
     pend = r[(r.dataset == "pendulum") & (r.group == "horizon")]
     d_long = max(cfg.pendulum.horizons)
 
-    def score(frame: pd.DataFrame, field: str, horizon: float, s: int) -> float:
-        row = frame[(frame.field == field) & (frame.horizon == horizon) & (frame.seed_index == s)]
-        return float(row.score.iloc[0])
+    def one(frame: pd.DataFrame, field: str, horizon: float, s: int) -> pd.Series:
+        return frame[(frame.field == field) & (frame.horizon == horizon) & (frame.seed_index == s)].iloc[0]
 
-    fb = [f for f in cfg.pendulum.fields if f in FEEDBACK_FIELDS]
-    nofb = [f for f in cfg.pendulum.fields if f in NO_FEEDBACK_FIELDS]
-    d1_std = {f: float(np.std([score(pend, f, 1.0, s) for s in seeds], ddof=1)) if len(seeds) > 1 else 0.0
-              for f in fb}
+    def add(name: str, value: float, rows: dict[str, Any] | None = None) -> None:
+        per_seed.setdefault(name, []).append(float(value))
+        if rows is not None:
+            chosen.setdefault(name, []).append(rows)
+
     for s in seeds:
-        if fb:
-            per_seed["feedback_long_vs_d1"].append(min(score(pend, f, d_long, s) - score(pend, f, 1.0, s) + d1_std[f]
-                                                       for f in fb))
-        if nofb:
-            per_seed["nofeedback_degradation"].append(min(score(pend, f, 1.0, s) - score(pend, f, d_long, s)
-                                                          for f in nofb))
+        for f in cfg.pendulum.fields:
+            long, d1 = one(pend, f, d_long, s), one(pend, f, 1.0, s)
+            add(f"long_vs_d1__{f}", long_vs_d1(long.score, d1.score), compared(s, long, d1))
         sweep = cfg.pendulum.tolerance_sweep
         if sweep is not None:
             mine = r[(r.dataset == "pendulum") & (r.field == sweep.field) & (r.seed_index == s)]
             scaled = pick(mine[(mine.group == "horizon") & (mine.horizon > 1)])
             tight = pick(mine[(mine.group == "tolerance") | ((mine.group == "horizon") & (mine.horizon == 1))])
-            per_seed["scale_minus_tolerance"].append(float(scaled.score - tight.score))
-            chosen["scale_minus_tolerance"].append(compared(s, scaled, tight))
+            add("scale_minus_tolerance", scaled.score - tight.score, compared(s, scaled, tight))
         for name in ("pendulum", "vowels"):
             mine = r[(r.dataset == name) & (r.seed_index == s)]
             best = pick(mine[(mine.group == "horizon") & (mine.field == cfg.denots_field)])
             base = pick(mine[mine.group == "baseline"])
-            per_seed[f"denots_minus_baseline_{name}"].append(float(best.score - base.score))
-            chosen[f"denots_minus_baseline_{name}"].append(compared(s, best, base))
-    return {k: v for k, v in per_seed.items() if v}, {k: v for k, v in chosen.items() if v}
+            add(f"denots_minus_baseline_{name}", best.score - base.score, compared(s, best, base))
+            add(f"best_baseline_{name}", base.score)
+    return per_seed, chosen
+
+
+def stability_rows(results: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per perturbed configuration: test score of the chosen lr with inputs one ulp larger vs unperturbed."""
+    r = results[results.lr_chosen]
+    base = r[r.group != "perturbed"].set_index("config_id")
+    rows = []
+    for _, p in r[r.group == "perturbed"].iterrows():
+        ref = base.loc[p.config_id.removesuffix("__ulp")]
+        rows.append({"config": p.config_id.removesuffix("__ulp"), "lr (original)": float(ref.lr),
+                     "lr (perturbed)": float(p.lr), "test score": float(ref.test_score),
+                     "test score, inputs +1 ulp": float(p.test_score),
+                     "abs difference": float(abs(p.test_score - ref.test_score)),
+                     "diverged": f"{bool(ref.diverged)}/{bool(p.diverged)}"})
+    return rows
 
 
 def describe(inputs: EvaluateInputs) -> str:
-    """The grid and training budget in words, for the report."""
+    """The grid and training protocol in words, for the report."""
     t = inputs.train
     sweep = t.pendulum.tolerance_sweep
     tols = ", ".join(f"rtol {x.rtol:g}/atol {x.atol:g}" for x in sweep.tolerances) if sweep else "none"
-    return (f"Model: h(0) = W x̂(0), dh/dτ = f(x̂(τ/D), h) on τ ∈ [0, D], ŷ = W h(D), with x̂ a natural cubic "
-            f"spline (torchcde) of the observations over [0, 1] (time is an input channel), hidden size {t.hidden}. "
-            f"Solver for every ODE run: torchdiffeq {t.solver.method}, rtol {t.solver.rtol:g}, atol {t.solver.atol:g}, "
-            f"at most {t.solver.max_num_steps} steps per solve (more = diverged), backpropagation through the "
-            f"solver. Horizons D: pendulum {[f'{d:g}' for d in t.pendulum.horizons]}, JapaneseVowels "
-            f"{[f'{d:g}' for d in t.vowels.horizons]}; fields {list(t.pendulum.fields)}; tolerance sweep at D = 1 "
-            f"for {sweep.field if sweep else '-'}: {tols}. Baselines: {list(t.baselines.models)} (SSM state size "
-            f"and Neural RDE width matched to the DeNOTS parameter count; the Neural RDE uses depth-2 "
-            f"log-signatures over windows of {t.baselines.nrde_window} steps). Every run: Adam lr {t.lr:g}, batch "
-            f"{t.batch_size}, {t.pendulum.max_steps or t.trainer.max_steps} steps (pendulum) and "
-            f"{t.vowels.max_steps or t.trainer.max_steps} (vowels), gradient clipping {t.grad_clip:g}, "
-            f"{t.n_seeds} seeds, torch threads capped at {t.max_threads}. The best D, tolerance and baseline of each "
-            f"seed are chosen on the validation split; scores below are on the test split.")
+    es = t.early_stopping
+    return (f"Model: h(0) = W x(t₀), dh/dτ = f(x̂(τ/D), h) on τ ∈ [0, D·T], ŷ = W h(D·T), with x̂ the linear "
+            f"interpolation of each sequence at its own real observation times (time unit: the longest training "
+            f"observation time, so T = 1; the last observation is held after a sequence ends), hidden size {t.hidden}. "
+            f"Solver for every ODE/CDE run: torchdiffeq {t.solver.method}, rtol {t.solver.rtol:g}, atol "
+            f"{t.solver.atol:g}, at most {t.solver.max_num_steps} steps per solve (more = failed solve), "
+            f"backpropagation through the solver. Horizons D: pendulum {[f'{d:g}' for d in t.pendulum.horizons]}, "
+            f"JapaneseVowels {[f'{d:g}' for d in t.vowels.horizons]}; pendulum fields {list(t.pendulum.fields)}, "
+            f"vowels fields {list(t.vowels.fields)}; tolerance sweep at D = 1 for {sweep.field if sweep else '-'}: "
+            f"{tols}. Baselines: {list(t.baselines.models)} (SSM state size and Neural RDE/CDE widths matched to the "
+            f"DeNOTS parameter count; the Neural RDE uses depth-2 log-signatures over windows of "
+            f"{t.baselines.nrde_window} steps; the Neural CDE a natural cubic spline of (time, values)). Same protocol "
+            f"for every model: Adam at each lr of {t.lrs}, batch {t.batch_size}, gradient clipping {t.grad_clip:g}, at "
+            f"most {t.pendulum.max_steps or t.trainer.max_steps} steps (pendulum) and "
+            f"{t.vowels.max_steps or t.trainer.max_steps} (vowels), validation loss every {es.eval_every} steps, "
+            f"early stopping after {es.patience} evaluations without improvement, the best-validation checkpoint "
+            f"kept, and per configuration the lr with the lower best validation loss kept; {t.n_seeds} seeds, torch "
+            f"threads capped at {t.max_threads}. The best D and baseline of each seed are chosen on the validation "
+            f"split; scores are on the test split.")
 
 
 def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Score every run on validation and test; compute the verdict metrics."""
     cap_threads(inputs.train.max_threads)
     tasks = load_tasks(paths.datasets)
+    noisy = {"pendulum": perturbed_task(tasks["pendulum"])} if inputs.train.stability is not None else {}
     runs = read_parquet(paths.runs)
     validate_table(runs, f"{PAPER}.runs", runs_suite(len(runs)))
     by_id = runs.set_index("run_id")
@@ -183,10 +217,13 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
         if spec.run_id not in by_id.index:
             raise KeyError(f"run '{spec.run_id}' of the grid is missing from {paths.runs}; rerun train")
         row = by_id.loc[spec.run_id]
-        rows.append({"run_id": spec.run_id, **spec.__dict__, "n_params": int(row.n_params),
-                     "train_steps": int(row.steps),
-                     **evaluate_run(spec, row, tasks[spec.dataset], inputs, paths.models)})
+        rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
+                     "n_params": int(row.n_params), "train_steps": int(row.steps), "best_step": int(row.best_step),
+                     "best_val_loss": float(row.best_val_loss),
+                     **evaluate_run(spec, row, noisy.get(spec.dataset, tasks[spec.dataset]) if spec.group == "perturbed"
+                                   else tasks[spec.dataset], inputs, paths.models)})
     results = pd.DataFrame(rows)
+    results["lr_chosen"] = choose_lr(results)
     validate_table(results, f"{PAPER}.results", results_suite(len(results)))
     write_parquet(results, paths.results)
     per_seed, chosen = verdict_metrics(results, inputs)
@@ -196,6 +233,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
                 "denots_field": inputs.train.denots_field, "description": describe(inputs),
                 "score_floors": {"pendulum": inputs.evaluate.pendulum_score_floor,
                                  "vowels": inputs.evaluate.vowels_score_floor},
+                "stability": stability_rows(results),
                 "tolerance_field": sweep.field if (sweep := inputs.train.pendulum.tolerance_sweep) else None},
                paths.evaluation)
     return {k: float(np.mean(v)) for k, v in per_seed.items()}

@@ -62,7 +62,7 @@ def runs_suite(n_rows: int) -> list[Any]:
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeUnique(column="run_id"),
         gxe.ExpectColumnValuesToBeInSet(column="dataset", value_set=["pendulum", "vowels"]),
-        gxe.ExpectColumnValuesToBeInSet(column="group", value_set=["horizon", "tolerance", "baseline"]),
+        gxe.ExpectColumnValuesToBeInSet(column="group", value_set=["horizon", "tolerance", "baseline", "perturbed"]),
         gxe.ExpectColumnValuesToBeBetween(column="horizon", min_value=1, max_value=1e4),
         gxe.ExpectColumnValuesToBeBetween(column="n_params", min_value=1, max_value=1e8),
         gxe.ExpectColumnValuesToBeBetween(column="steps", min_value=0, max_value=1e7),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
@@ -12,7 +12,7 @@ from stages.core.seeding import derive_seed
 from stages.denots.baselines import DiagonalSSM, GRUDelta, NeuralRDE
 from stages.denots.config import DATASETS, PAPER, TrainConfig
 from stages.denots.io import SplitTensors, Task
-from stages.denots.neural_cde import DeNOTS, SolverSettings
+from stages.denots.neural_cde import DeNOTS, NeuralCDE, SolverSettings
 from stages.denots.vector_fields import n_parameters
 
 
@@ -27,20 +27,31 @@ class RunSpec:
     rtol: float
     atol: float
     seed_index: int
-    group: str  # "horizon" (D sweep), "tolerance" (D = 1, tighter tolerances) or "baseline"
+    group: str  # "horizon" (D sweep), "tolerance" (D = 1, tighter tolerances), "baseline" or "perturbed"
+    lr: float = 0.01
+
+    @property
+    def name(self) -> str:
+        """The field (DeNOTS runs) or the baseline's name."""
+        return self.field if self.model == "denots" else self.model
+
+    @property
+    def config_id(self) -> str:
+        """The run without its learning rate: the unit among which the lr is chosen on validation."""
+        tag = "__ulp" if self.group == "perturbed" else ""
+        return f"{self.dataset}__{self.name}__D{self.horizon:g}__rtol{self.rtol:.0e}__s{self.seed_index}{tag}"
 
     @property
     def run_id(self) -> str:
-        name = self.field if self.model == "denots" else self.model
-        return f"{self.dataset}__{name}__D{self.horizon:g}__rtol{self.rtol:.0e}__s{self.seed_index}"
+        return f"{self.config_id}__lr{self.lr:g}"
 
     def solver(self, base: SolverSettings) -> SolverSettings:
         """The run's solver: the shared method and step cap with this run's tolerances."""
         return SolverSettings(base.method, self.rtol, self.atol, base.max_num_steps)
 
 
-def run_grid(cfg: TrainConfig) -> list[RunSpec]:
-    """Every run of the profile, in a fixed order."""
+def config_grid(cfg: TrainConfig) -> list[RunSpec]:
+    """Every configuration of the profile (learning rate not yet set), in a fixed order."""
     runs: list[RunSpec] = []
     base = (cfg.solver.rtol, cfg.solver.atol)
     for dataset in DATASETS:
@@ -51,7 +62,19 @@ def run_grid(cfg: TrainConfig) -> list[RunSpec]:
                 runs += [RunSpec(dataset, "denots", task.tolerance_sweep.field, 1.0, t.rtol, t.atol, s, "tolerance")
                          for t in task.tolerance_sweep.tolerances]
             runs += [RunSpec(dataset, b, "", 1.0, *base, s, "baseline") for b in cfg.baselines.models]
+    if cfg.stability is not None:
+        for s in cfg.stability.seeds:
+            for c in cfg.stability.configs:
+                name, _, d = c.partition("@")
+                is_field = name in cfg.pendulum.fields
+                runs.append(RunSpec("pendulum", "denots" if is_field else name, name if is_field else "", float(d),
+                                    *base, s, "perturbed"))
     return runs
+
+
+def run_grid(cfg: TrainConfig) -> list[RunSpec]:
+    """Every run: each configuration at each learning rate of the sweep."""
+    return [replace(spec, lr=lr) for spec in config_grid(cfg) for lr in cfg.lrs]
 
 
 def init_seed(seed: int, spec: RunSpec) -> int:
@@ -78,6 +101,8 @@ def build_model(spec: RunSpec, task: Task, cfg: TrainConfig) -> nn.Module:
     if spec.model == "neural_rde":
         window = cfg.baselines.nrde_window
         return NeuralRDE(c, h, k, matched_size(lambda w: NeuralRDE(c, h, k, w, window), target, 64), window)
+    if spec.model == "neural_cde":
+        return NeuralCDE(c, h, k, matched_size(lambda w: NeuralCDE(c, h, k, w), target, 64))
     raise ValueError(f"unknown model '{spec.model}'")
 
 
@@ -85,7 +110,10 @@ def forward(model: nn.Module, spec: RunSpec, data: SplitTensors, idx: torch.Tens
             solver: SolverSettings) -> tuple[torch.Tensor, int]:
     """Predictions for the cases ``idx`` and the solver's NFE (0 for discrete baselines)."""
     if spec.model == "denots":
-        out = model(data.coeffs[idx], spec.horizon, solver)
+        out = model(data.values[idx], spec.horizon, solver)
+        return out, model.last_nfe
+    if spec.model == "neural_cde":
+        out = model(data.coeffs[idx], solver)
         return out, model.last_nfe
     if spec.model == "neural_rde":
         out = model(data.values[idx], data.lengths[idx], solver)

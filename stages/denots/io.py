@@ -7,7 +7,7 @@ training-split statistics.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -97,6 +97,20 @@ def load_task(folder: Path, name: str) -> Task:
         splits[split] = SplitTensors(values, torch.as_tensor(lengths), targets, spline_coefficients(values))
     n_outputs = 1 if regression else VOWEL_CLASSES
     return Task(name, splits, len(columns), n_outputs, mean, std, regression)
+
+
+def perturb_one_ulp(x: torch.Tensor) -> torch.Tensor:
+    """Every entry moved to the next representable float towards +inf (the numeric-noise probe)."""
+    return torch.nextafter(x, torch.full_like(x, float("inf")))
+
+
+def perturbed_task(task: Task) -> Task:
+    """The task with every input value (times included) one ulp larger; targets unchanged."""
+    splits = {}
+    for name, d in task.splits.items():
+        values = perturb_one_ulp(d.values)
+        splits[name] = SplitTensors(values, d.lengths, d.targets, spline_coefficients(values))
+    return replace(task, splits=splits)
 
 
 def load_tasks(folder: Path) -> dict[str, Task]:

@@ -1,26 +1,32 @@
-"""Step ``train``: every run of the grid with Lightning; a solve that fails is recorded as diverged."""
+"""Step ``train``: every run of the grid (each configuration at each learning rate of the sweep), with
+early stopping on the validation loss; the best-validation checkpoint is kept. A solve that fails is
+recorded as diverged.
+
+Same protocol for every model (DeNOTS fields, GRU-Δt, SSM, Neural RDE, Neural CDE): Adam, the same
+lrs, batch, gradient clipping, step cap, evaluation interval and patience.
+"""
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import lightning
 import pandas as pd
 import torch
 from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, save_safetensors, write_parquet
+from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.core.trainer import build_trainer
 from stages.denots.config import PAPER, TrainConfig, load_train
 from stages.denots.expectations import runs_suite, train_log_suite
 from stages.denots.grid import RunSpec, build_model, forward, init_seed, loss_fn, run_grid
-from stages.denots.io import Task, load_tasks
+from stages.denots.io import Task, load_tasks, perturbed_task
 from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver
 from stages.denots.vector_fields import n_parameters
 
@@ -28,77 +34,136 @@ from stages.denots.vector_fields import n_parameters
 @dataclass(frozen=True)
 class Paths:
     datasets: Path = inp("data folder from the data step")
-    models: Path = out("folder: <run_id>.safetensors per run that trained without diverging")
-    runs: Path = out("one row per run: spec, parameters, diverged, reason, steps, NFE (Parquet)")
+    models: Path = out("folder: <run_id>.safetensors (best-validation checkpoint) per run that did not diverge")
+    runs: Path = out("one row per run: spec, lr, parameters, diverged, reason, steps, best step and val loss (Parquet)")
     train_log: Path = out("loss and NFE per training step (Parquet)")
 
 
-class SequenceModule(lightning.LightningModule):
-    """Trains one model; a failed solve or a non-finite loss stops training and marks the run diverged."""
+@dataclass
+class Fit:
+    """What one training run produced."""
 
-    def __init__(self, model: torch.nn.Module, spec: RunSpec, task: Task, solver: SolverSettings, lr: float) -> None:
-        super().__init__()
-        self.model, self.spec, self.task, self.solver, self.lr = model, spec, task, solver, lr
-        self.losses: list[float] = []
-        self.nfes: list[int] = []
-        self.diverged: str = ""
-
-    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor | None:
-        idx = batch[0]
-        data = self.task.splits["train"]
-        try:
-            out, nfe = forward(self.model, self.spec, data, idx, self.solver)
-        except SolverDiverged as err:
-            return self._stop(f"solver: {err}")
-        loss = loss_fn(self.task, out, data.targets[idx])
-        if not torch.isfinite(loss):
-            return self._stop("non-finite loss")
-        self.losses.append(float(loss.detach()))
-        self.nfes.append(nfe)
-        return loss
-
-    def _stop(self, reason: str) -> None:
-        self.diverged = reason
-        self.trainer.should_stop = True
-        return None
-
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.model.parameters(), lr=self.lr)
+    model: torch.nn.Module
+    losses: list[float] = field(default_factory=list)
+    nfes: list[int] = field(default_factory=list)
+    val_curve: list[tuple[int, float]] = field(default_factory=list)
+    best_step: int = 0
+    best_val_loss: float = math.inf
+    diverged: str = ""
+    failure: str = ""  # why training stopped early (solver/non-finite), even when an earlier checkpoint is kept
 
 
-def train_run(spec: RunSpec, task: Task, cfg: TrainConfig, seed: int) -> SequenceModule:
-    """Fit one run with the shared TrainerConfig; data order seeded per run."""
-    lightning.seed_everything(init_seed(seed, spec), workers=True, verbose=False)
+def mean_loss(model: torch.nn.Module, spec: RunSpec, task: Task, split: str, solver: SolverSettings,
+              batch_size: int) -> float:
+    """Loss over a whole split (batches weighted by size), no gradients; raises SolverDiverged."""
+    data = task.splits[split]
+    n = data.values.shape[0]
+    total = 0.0
+    with torch.no_grad():
+        for start in range(0, n, batch_size):
+            idx = torch.arange(start, min(start + batch_size, n))
+            out, _ = forward(model, spec, data, idx, solver)
+            total += float(loss_fn(task, out, data.targets[idx])) * len(idx)
+    return total / n
+
+
+def best_checkpoint(val_curve: list[tuple[int, float]]) -> tuple[int, float]:
+    """(step, loss) of the lowest finite validation loss (earliest on ties); (0, inf) if none is finite."""
+    finite = [(s, v) for s, v in val_curve if math.isfinite(v)]
+    return min(finite, key=lambda x: (x[1], x[0])) if finite else (0, math.inf)
+
+
+def should_stop(val_curve: list[tuple[int, float]], patience: int) -> bool:
+    """True once the last ``patience`` evaluations brought no improvement on the best before them."""
+    if len(val_curve) <= patience:
+        return False
+    best_before = min(v for _, v in val_curve[:-patience])
+    return all(not v < best_before for _, v in val_curve[-patience:])
+
+
+def fit(spec: RunSpec, task: Task, cfg: TrainConfig, seed: int, max_steps: int) -> Fit:
+    """Adam at the run's lr, shuffled batches seeded per configuration, validation loss every
+    ``eval_every`` steps (and at the start), early stopping; the best-validation weights are restored."""
+    torch.manual_seed(init_seed(seed, spec))
     model = build_model(spec, task, cfg)
-    module = SequenceModule(model, spec, task, spec.solver(base_solver(cfg)), cfg.lr)
-    n_train = task.splits["train"].values.shape[0]
-    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.arange(n_train)),
-                                         batch_size=cfg.batch_size, shuffle=True, drop_last=n_train > cfg.batch_size,
-                                         generator=torch.Generator().manual_seed(init_seed(seed, spec)))
-    steps = getattr(cfg, spec.dataset).max_steps or cfg.trainer.max_steps
-    trainer = build_trainer(cfg.trainer, gradient_clip_val=cfg.grad_clip, max_epochs=-1, max_steps=steps)
-    trainer.fit(module, loader)
-    return module
+    solver = spec.solver(base_solver(cfg))
+    result = Fit(model)
+    opt = torch.optim.Adam(model.parameters(), lr=spec.lr)
+    data = task.splits["train"]
+    n = data.values.shape[0]
+    gen = torch.Generator().manual_seed(derive_seed(seed, PAPER, "batches", spec.dataset, spec.seed_index) % 2**32)
+    es = cfg.early_stopping
+    best_state = copy.deepcopy(model.state_dict())
+
+    def validate(step: int) -> None:
+        nonlocal best_state
+        try:
+            v = mean_loss(model, spec, task, "val", solver, cfg.batch_size * 4)
+        except SolverDiverged:
+            v = math.inf
+        result.val_curve.append((step, v if math.isfinite(v) else math.inf))
+        if result.val_curve[-1][1] < result.best_val_loss:
+            result.best_step, result.best_val_loss = step, result.val_curve[-1][1]
+            best_state = copy.deepcopy(model.state_dict())
+
+    validate(0)
+    step, order, pos = 0, torch.randperm(n, generator=gen), 0
+    while step < max_steps:
+        if pos + min(cfg.batch_size, n) > n:
+            order, pos = torch.randperm(n, generator=gen), 0
+        idx = order[pos:pos + cfg.batch_size]
+        pos += cfg.batch_size
+        try:
+            out, nfe = forward(model, spec, data, idx, solver)
+        except SolverDiverged as err:
+            result.diverged = f"solver: {err}"
+            break
+        loss = loss_fn(task, out, data.targets[idx])
+        if not torch.isfinite(loss):
+            result.diverged = "non-finite loss"
+            break
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        opt.step()
+        step += 1
+        result.losses.append(float(loss.detach()))
+        result.nfes.append(nfe)
+        if step % es.eval_every == 0 or step == max_steps:
+            validate(step)
+            if should_stop(result.val_curve, es.patience):
+                break
+    result.failure = result.diverged
+    if result.diverged and result.best_step > 0:
+        result.diverged = ""  # a later failure does not undo the best checkpoint, which is what is kept
+    if not math.isfinite(result.best_val_loss):
+        result.diverged = result.diverged or "no finite validation loss"
+    model.load_state_dict(best_state)
+    return result
 
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train every run; write weights of runs that finished, the run table and the training log."""
+    """Train every run; write best-validation weights, the run table and the training log."""
     cap_threads(cfg.max_threads)
     tasks = load_tasks(paths.datasets)
+    noisy = {"pendulum": perturbed_task(tasks["pendulum"])} if cfg.stability is not None else {}
     rows, logs = [], []
     with atomic_dir(paths.models) as folder:
         for spec in tqdm(run_grid(cfg), desc="denots runs"):
-            module = train_run(spec, tasks[spec.dataset], cfg, ctx.seed)
-            if not module.diverged:
-                save_safetensors(dict(module.model.state_dict()), folder / f"{spec.run_id}.safetensors",
+            task = noisy[spec.dataset] if spec.group == "perturbed" else tasks[spec.dataset]
+            steps = getattr(cfg, spec.dataset).max_steps or cfg.trainer.max_steps
+            res = fit(spec, task, cfg, ctx.seed, steps)
+            if not res.diverged:
+                save_safetensors(dict(res.model.state_dict()), folder / f"{spec.run_id}.safetensors",
                                  metadata={"run_id": spec.run_id})
-            rows.append({"run_id": spec.run_id, **spec.__dict__, "n_params": n_parameters(module.model),
-                         "diverged": bool(module.diverged), "reason": module.diverged,
-                         "steps": len(module.losses),
-                         "final_loss": module.losses[-1] if module.losses else math.nan,
-                         "mean_train_nfe": float(sum(module.nfes) / len(module.nfes)) if module.nfes else math.nan})
-            logs.append(pd.DataFrame({"run_id": spec.run_id, "step": range(1, len(module.losses) + 1),
-                                      "loss": module.losses, "nfe": module.nfes}))
+            rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
+                         "n_params": n_parameters(res.model), "diverged": bool(res.diverged), "reason": res.failure,
+                         "steps": len(res.losses), "best_step": res.best_step,
+                         "best_val_loss": res.best_val_loss if math.isfinite(res.best_val_loss) else math.nan,
+                         "final_loss": res.losses[-1] if res.losses else math.nan,
+                         "mean_train_nfe": float(sum(res.nfes) / len(res.nfes)) if res.nfes else math.nan})
+            logs.append(pd.DataFrame({"run_id": spec.run_id, "step": range(1, len(res.losses) + 1),
+                                      "loss": res.losses, "nfe": res.nfes}))
     runs = pd.DataFrame(rows)
     log = pd.concat(logs, ignore_index=True)
     validate_table(runs, f"{PAPER}.runs", runs_suite(len(runs)))

@@ -11,9 +11,12 @@ from stages.denots.baselines import log_signature_depth2, windowed_log_signature
 from stages.denots.evaluate import accuracy, r_squared
 from stages.denots.neural_cde import (
     DeNOTS,
+    NeuralCDE,
     SolverDiverged,
     SolverSettings,
+    cde_field,
     index_grid,
+    interpolate_real_time,
     scaled_time,
     solve,
     spline_coefficients,
@@ -109,29 +112,64 @@ def test_no_feedback_gru_with_open_update_gate_grows_without_bound():
     np.testing.assert_allclose(traj[:, 0, 0].detach().numpy(), 0.5 * np.exp(t.numpy()), rtol=1e-3)
 
 
+def _irregular(n: int = 4, length: int = 12, channels: int = 3, seed: int = 0) -> torch.Tensor:
+    """(n, L, c) observations with channel 0 sorted real times in [0, 1]."""
+    gen = torch.Generator().manual_seed(seed)
+    times = torch.sort(torch.rand(n, length, generator=gen), dim=1).values
+    return torch.cat([times.unsqueeze(-1), torch.randn(n, length, channels - 1, generator=gen)], dim=-1)
+
+
 def test_divergent_configuration_is_reported_as_diverged():
     model = DeNOTS("no_feedback_gru", 3, 6, 1)
     model.field = _exploding_field()
-    coeffs = spline_coefficients(torch.randn(2, 8, 3))
     with pytest.raises(SolverDiverged):
-        model(coeffs, 200.0, SolverSettings("dopri5", 1e-3, 1e-4, 50))
+        model(_irregular(2, 8), 200.0, SolverSettings("dopri5", 1e-3, 1e-4, 50))
 
 
-def test_time_scaling_keeps_spline_values_and_raises_nfe():
-    path = _input_path(6)
-    s = torch.linspace(0, 1, 17)
-    for d in (1.0, 5.0, 20.0):
-        torch.testing.assert_close(path.evaluate(scaled_time(d * s, d)), path.evaluate(s))
+def test_real_time_interpolation_hits_observations_midpoints_and_holds_the_ends():
+    values = torch.tensor([[[0.1, 1.0], [0.3, 3.0], [0.7, -1.0], [0.7, -1.0]],   # last row: padding
+                           [[0.0, 2.0], [0.5, 4.0], [0.6, 0.0], [1.0, 8.0]]])
+    torch.testing.assert_close(interpolate_real_time(values, torch.tensor(0.3))[:, 1], torch.tensor([3.0, 3.2]))
+    torch.testing.assert_close(interpolate_real_time(values, torch.tensor(0.2))[:, 1], torch.tensor([2.0, 2.8]))
+    torch.testing.assert_close(interpolate_real_time(values, torch.tensor(0.05))[:, 1], torch.tensor([1.0, 2.2]))
+    torch.testing.assert_close(interpolate_real_time(values, torch.tensor(0.9))[:, 1], torch.tensor([-1.0, 6.0]))
+    # the time channel reads back the query time inside each sequence's observation window
+    torch.testing.assert_close(interpolate_real_time(values, torch.tensor(0.5))[:, 0], torch.tensor([0.5, 0.5]))
+
+
+def test_time_scaling_multiplies_observation_times_by_d():
+    values = _irregular(3, 10)
+    for d in (1.0, 10.0, 30.0):
+        for k in (0, 4, 9):
+            t_k = values[0, k, 0]
+            # solver time D·t_k reads the input observed at real time t_k
+            torch.testing.assert_close(interpolate_real_time(values, scaled_time(d * t_k, d))[0], values[0, k])
     torch.manual_seed(0)
     model = DeNOTS("anti_feedback", 3, 8, 1)
-    coeffs = spline_coefficients(torch.randn(4, 12, 3))
-    settings = SolverSettings("dopri5", 1e-3, 1e-4, 1000)
+    settings = SolverSettings("dopri5", 1e-3, 1e-4, 5000)
     nfe = {}
-    for d in (1.0, 20.0):
+    for d in (1.0, 30.0):
         with torch.no_grad():
-            model(coeffs, d, settings)
+            model(values, d, settings)
         nfe[d] = model.last_nfe
-    assert nfe[20.0] > nfe[1.0]
+    assert nfe[30.0] > nfe[1.0]
+
+
+def test_cde_field_is_matrix_times_control_derivative():
+    g = torch.tensor([[[1.0, 2.0], [0.0, -1.0], [3.0, 0.5]]])
+    torch.testing.assert_close(cde_field(g, torch.tensor([[2.0, 4.0]])), torch.tensor([[10.0, -4.0, 8.0]]))
+
+
+def test_neural_cde_baseline_runs_counts_nfe_and_ignores_time_reparametrisation():
+    torch.manual_seed(0)
+    model = NeuralCDE(3, 6, 2, 8)
+    values = _irregular(4, 9)
+    coeffs = spline_coefficients(values)
+    out = model(coeffs, SolverSettings("dopri5", 1e-6, 1e-7, 10_000))
+    assert out.shape == (4, 2) and torch.isfinite(out).all() and model.last_nfe > 0
+    loss = out.pow(2).sum()
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
 
 
 def test_four_fields_have_parameter_counts_within_ten_percent():
@@ -180,3 +218,33 @@ def test_scores():
     assert r_squared(np.full(3, 2.0), np.array([1.0, 2.0, 3.0])) == 0.0
     assert math.isclose(r_squared(np.array([0.0, 0.0]), np.array([1.0, 3.0])), 1 - 10 / 2)
     assert accuracy(np.array([[0.1, 0.9], [2.0, 1.0], [0.0, 1.0]]), np.array([1, 0, 0])) == pytest.approx(2 / 3)
+
+
+def test_early_stopping_keeps_the_best_validation_checkpoint_and_stops_on_patience():
+    from stages.denots.train import best_checkpoint, should_stop
+
+    curve = [(0, 1.0), (25, 0.6), (50, 0.4), (75, 0.5), (100, float("inf")), (125, 0.45)]
+    assert best_checkpoint(curve) == (50, 0.4)
+    assert best_checkpoint([(0, float("inf"))]) == (0, float("inf"))
+    assert not should_stop(curve[:5], 3) and should_stop(curve, 3)
+    assert not should_stop([(0, 1.0), (1, 0.9), (2, 0.8), (3, 0.7)], 2)
+
+
+def test_lr_is_chosen_on_validation_loss_never_test():
+    import pandas as pd
+
+    from stages.denots.evaluate import choose_lr
+
+    frame = pd.DataFrame({"config_id": ["a", "a", "b", "b"], "lr": [0.003, 0.01, 0.003, 0.01],
+                          "best_val_loss": [0.5, 0.4, 0.2, float("nan")], "diverged": [False, False, False, True],
+                          "test_score": [0.9, 0.1, 0.0, 0.99]})
+    assert choose_lr(frame).tolist() == [False, True, True, False]
+
+
+def test_perturbing_by_one_ulp_moves_every_value_by_the_smallest_step():
+    from stages.denots.io import perturb_one_ulp
+
+    x = torch.tensor([0.0, 1.0, -2.5, 1e6])
+    y = perturb_one_ulp(x)
+    assert (y > x).all()
+    torch.testing.assert_close(y[1] - x[1], torch.tensor(torch.finfo(torch.float32).eps))

@@ -33,8 +33,36 @@ def test_train_records_every_run_and_saves_the_ones_that_finished(smoke_repo):
     assert list(runs.run_id) == [s.run_id for s in run_grid(cfg)]
     saved = {p.stem for p in paths.models.iterdir()}
     assert saved == set(runs.run_id[~runs.diverged])
-    spec = run_grid(cfg)[1]  # a run that trains for the whole budget
-    assert runs.set_index("run_id").steps[spec.run_id] == cfg.trainer.max_steps
+    assert set(runs.lr) == set(cfg.lrs) and runs.groupby("config_id").size().eq(len(cfg.lrs)).all()
+    assert (runs.steps <= cfg.trainer.max_steps).all() and (runs.best_step <= runs.steps).all()
+    assert (runs.group == "perturbed").sum() == len(cfg.stability.seeds) * len(cfg.stability.configs) * len(cfg.lrs)
+
+
+def test_saved_checkpoint_is_the_best_validation_one(smoke_repo):
+    from stages.denots.neural_cde import base_solver
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    runs = read_parquet(paths.runs).set_index("run_id")
+    tasks = load_tasks(paths.datasets)
+    from stages.core.io import load_safetensors
+    from stages.denots.grid import build_model
+
+    for spec in [s for s in run_grid(cfg) if s.group == "horizon"][:3]:
+        if runs.diverged[spec.run_id]:
+            continue
+        model = build_model(spec, tasks[spec.dataset], cfg)
+        model.load_state_dict(load_safetensors(paths.models / f"{spec.run_id}.safetensors"))
+        val = train.mean_loss(model, spec, tasks[spec.dataset], "val", spec.solver(base_solver(cfg)),
+                              cfg.batch_size * 4)
+        assert val == pytest.approx(runs.best_val_loss[spec.run_id], rel=1e-4)
+
+
+def test_lr_is_chosen_per_configuration_on_validation(smoke_repo):
+    res = read_parquet(smoke_repo.paths(f"{PAPER}-evaluate").results)
+    assert res.groupby("config_id").lr_chosen.sum().eq(1).all()
+    for _, g in res[~res.diverged].groupby("config_id"):
+        assert g[g.lr_chosen].best_val_loss.iloc[0] == g.best_val_loss.min()
 
 
 def test_evaluation_has_every_verdict_metric_per_seed(smoke_repo):
@@ -43,6 +71,7 @@ def test_evaluation_has_every_verdict_metric_per_seed(smoke_repo):
     rule = smoke_repo.config(f"{PAPER}-report").verdict
     assert {c.metric for c in rule.checks} <= set(ev["per_seed"])
     assert all(len(v) == 2 for v in ev["per_seed"].values())
+    assert len(ev["stability"]) == 1 and ev["stability"][0]["config"].startswith("pendulum__anti_feedback__D3")
     res = read_parquet(paths.results)
     ode = res[(res.model == "denots") & ~res.diverged]
     assert (ode.test_nfe > 0).all()
@@ -60,7 +89,8 @@ def test_report_writes_claim_and_plots(smoke_repo):
     cfg = smoke_repo.config(f"{PAPER}-train")
     fields = set(cfg.pendulum.fields) | set(cfg.vowels.fields)
     assert f"Counts: {len(run_grid(cfg))} trained runs" in text
-    assert f"at most {cfg.trainer.max_steps} Adam steps per run and {cfg.n_seeds} seeds" in text
+    assert f"at most {cfg.trainer.max_steps} Adam steps per run with early stopping, {cfg.n_seeds} seeds" in text
+    assert "DeNOTS: Stable Deep Neural ODEs for Time Series" in text and "## Rule history" in text
     assert f"the {len(fields)} fields within ±10%" in text
 
 
@@ -69,8 +99,9 @@ def test_a_run_that_hits_the_step_cap_is_recorded_as_diverged(smoke_repo):
     cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update={"max_num_steps": 10})})
     tasks = load_tasks(smoke_repo.paths(f"{PAPER}-train").datasets)
     spec = RunSpec("pendulum", "denots", "no_feedback_gru", 5000.0, 1e-3, 1e-4, 0, "horizon")
-    module = train.train_run(spec, tasks["pendulum"], cfg, 0)
-    assert module.diverged.startswith("solver: max_num_steps exceeded") and module.losses == []
+    res = train.fit(spec, tasks["pendulum"], cfg, 0, 2)
+    assert res.diverged.startswith("solver: max_num_steps exceeded") and res.failure == res.diverged
+    assert res.losses == [] and res.best_step == 0 and res.val_curve == [(0, float("inf"))]
 
 
 def test_corrupt_observations_fail_validation_naming_the_column(smoke_repo, tmp_path):
