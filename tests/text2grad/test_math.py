@@ -247,3 +247,15 @@ def test_cached_decoding_matches_the_full_forward():
             assert torch.allclose(full[i, len(p) - 1 + t], logp[i], atol=1e-5)
     out = sample(lm, prompts, 5, eos_id=2, pad_id=0, temperature=0.0, generator=None)
     assert all(1 <= len(o) <= 5 for o in out)
+
+
+def test_value_loss_does_not_reach_the_policy_trunk():
+    from stages.core.transformer import TinyGPT
+    from stages.text2grad.models import PolicyWithValue
+
+    torch.manual_seed(0)
+    policy = PolicyWithValue(TinyGPT(20, 16, 1, 2, 12), 16)
+    _, values = policy(torch.randint(0, 20, (2, 6)))
+    values.pow(2).sum().backward()
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in policy.lm.parameters())
+    assert policy.value_head.weight.grad.abs().sum() > 0
