@@ -7,6 +7,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from stages.core.config import ConfigError, Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 from stages.text2grad.alignment import SCHEMES, RewardScheme
@@ -64,6 +65,7 @@ class RewardModelConfig(Section):
     """The generative reward models (with and without the critique), one pair per RL seed, and their evaluation."""
 
     n_seeds: int = Field(ge=1)
+    max_threads: MaxThreads  # a 64-wide transformer: a second thread adds more synchronisation than speed
     model: ModelSpec
     batch_size: int = Field(ge=1)
     lr: float = Field(gt=0, le=1)
@@ -74,6 +76,7 @@ class RewardModelConfig(Section):
 class SftConfig(Section):
     """Supervised warm start of the policy on noisy summaries (also the KL reference)."""
 
+    max_threads: MaxThreads
     model: ModelSpec
     batch_size: int = Field(ge=1)
     lr: float = Field(gt=0, le=1)
@@ -84,6 +87,7 @@ class PpoConfig(Section):
     """PPO with a value head and token-level GAE, for each reward scheme and seed."""
 
     schemes: list[RewardScheme] = Field(min_length=1)
+    max_threads: MaxThreads
     n_seeds: int = Field(ge=1)
     steps: int = Field(ge=1)
     rollouts: int = Field(ge=2)

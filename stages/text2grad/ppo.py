@@ -13,6 +13,7 @@ from stages.core.gx import validate_table
 from stages.core.io import load_safetensors, read_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, ModelSpec, PpoConfig, load_ppo
 from stages.text2grad.expectations import curves_suite
@@ -47,6 +48,7 @@ def load_lm(folder: Path, file: str) -> Any:
 
 def run(cfg: PpoConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Every scheme × seed from one warm start, same prompts and budget per seed; seed s uses RM pair s."""
+    cap_threads(cfg.max_threads)
     sources, _ = read_tables(paths)
     tok = SmallTokenizer.load(paths.tokenizer)
     sft_lm = load_lm(paths.sft, "policy.safetensors")

@@ -18,6 +18,7 @@ from tqdm import tqdm
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
 from stages.text2grad.critic import parse_scores
@@ -51,6 +52,7 @@ def span_f1(predicted: list[list[int]], annotated: list[list[int]], label: int) 
 
 def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train both reward models on rm_train once per RL seed (own initialisation and data order); score rm_test."""
+    cap_threads(cfg.max_threads)
     _, outputs = read_tables(paths)
     tok = SmallTokenizer.load(paths.tokenizer)
     train = outputs[outputs.split == "rm_train"]
