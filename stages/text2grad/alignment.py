@@ -15,8 +15,10 @@ from typing import Literal
 import torch
 from torch import Tensor
 
-RewardScheme = Literal["scalar", "text2grad", "dense", "no_critique"]
-SCHEMES: tuple[RewardScheme, ...] = ("scalar", "text2grad", "dense", "no_critique")
+RewardScheme = Literal["scalar", "text2grad", "dense", "no_critique", "oracle_token", "oracle_terminal"]
+SCHEMES: tuple[RewardScheme, ...] = ("scalar", "text2grad", "dense", "no_critique", "oracle_token", "oracle_terminal")
+# schemes whose summed word scores go on the last token (one terminal reward per output)
+TERMINAL: tuple[RewardScheme, ...] = ("scalar", "oracle_terminal")
 
 
 def is_punctuation(text: str) -> bool:
@@ -58,18 +60,36 @@ def word_scores_to_token_scores(word_scores: Sequence[float], alignment: Sequenc
 
 
 def dense_word_scores(word_scores: Sequence[float]) -> list[float]:
-    """Dense labelling (ablation c): every word outside the poor spans scores +1."""
+    """Dense labelling (ablation c, §4.3): every word outside the poor spans scores +1."""
     return [-1.0 if s < 0 else 1.0 for s in word_scores]
 
 
+def length_normalised_dense_scores(word_scores: Sequence[float], ref_words: int) -> list[float]:
+    """Dense labels (ablation c, §4.3) scaled by c / max(n, c): an output longer than c words earns at most c."""
+    n = len(word_scores)
+    scale = ref_words / max(n, ref_words) if n else 0.0
+    return [d * scale for d in dense_word_scores(word_scores)]
+
+
+def omission_penalty(n_missing: int, coef: float) -> float:
+    """−coef per reference fact the output leaves out (terminal term, identical for every scheme)."""
+    return -coef * n_missing
+
+
+def add_terminal(scores: Tensor, mask: Tensor, terminal: Tensor) -> Tensor:
+    """Add one value per row to the row's last generated token (the terminal reward)."""
+    mask = mask.to(scores.dtype)
+    last = (mask.cumsum(-1) == mask.sum(-1, keepdim=True)) & (mask > 0)
+    return scores + torch.where(last, terminal[:, None].to(scores.dtype), torch.zeros_like(scores))
+
+
 def scheme_token_scores(token_scores: Tensor, mask: Tensor, scheme: RewardScheme) -> Tensor:
-    """s_t under a scheme: the scalar baseline puts the summed span scores on the last token; others keep s_t."""
+    """s_t under a scheme (§4.1 baseline): terminal schemes put the summed scores on the last token; others keep s_t."""
     mask = mask.to(token_scores.dtype)
     scores = token_scores * mask
-    if scheme != "scalar":
+    if scheme not in TERMINAL:
         return scores
-    last = (mask.cumsum(-1) == mask.sum(-1, keepdim=True)) & (mask > 0)
-    return torch.where(last, scores.sum(-1, keepdim=True), torch.zeros_like(scores))
+    return add_terminal(torch.zeros_like(scores), mask, scores.sum(-1))
 
 
 def token_rewards_with_kl(scores: Tensor, logp_old: Tensor, logp_ref: Tensor, mask: Tensor, beta: float) -> Tensor:

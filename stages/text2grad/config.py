@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 from stages.text2grad.alignment import SCHEMES, RewardScheme
@@ -16,9 +17,12 @@ PAPER = "text2grad"
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
+    "rouge_oracle_token_minus_oracle_terminal",
+    "rouge_oracle_token_minus_start",
     "rouge_text2grad_minus_dense",
     "rouge_text2grad_minus_no_critique",
     "rouge_text2grad_minus_scalar",
+    "rouge_text2grad_minus_start",
 )
 
 
@@ -68,8 +72,10 @@ class ModelSpec(Section):
 
 
 class RewardModelConfig(Section):
-    """The generative reward model (with and without the critique) and its held-out evaluation."""
+    """The generative reward models (with and without the critique), one pair per RL seed, and their evaluation."""
 
+    n_seeds: int = Field(ge=1)
+    max_threads: MaxThreads  # a 64-wide transformer: a second thread adds more synchronisation than speed
     model: ModelSpec
     batch_size: int = Field(ge=1)
     lr: float = Field(gt=0, le=1)
@@ -80,6 +86,7 @@ class RewardModelConfig(Section):
 class SftConfig(Section):
     """Supervised warm start of the policy on noisy summaries (also the KL reference)."""
 
+    max_threads: MaxThreads
     model: ModelSpec
     batch_size: int = Field(ge=1)
     lr: float = Field(gt=0, le=1)
@@ -90,6 +97,7 @@ class PpoConfig(Section):
     """PPO with a value head and token-level GAE, for each reward scheme and seed."""
 
     schemes: list[RewardScheme] = Field(min_length=1)
+    max_threads: MaxThreads
     n_seeds: int = Field(ge=1)
     steps: int = Field(ge=1)
     rollouts: int = Field(ge=2)
@@ -102,6 +110,7 @@ class PpoConfig(Section):
     gamma: float = Field(gt=0, le=1)
     lam: float = Field(ge=0, le=1)
     beta: float = Field(ge=0)
+    omission_penalty: float = Field(ge=0)
     max_grad_norm: float = Field(gt=0)
     max_new_tokens: int = Field(ge=2)
     temperature: float = Field(gt=0)
@@ -121,10 +130,17 @@ class PpoConfig(Section):
 
 
 class ReportInputs(Section):
-    """The report step reads the verdict rule and the PPO target."""
+    """The report step reads the verdict rule, its gates (positive controls) and the PPO target."""
 
     verdict: VerdictRule
+    gates: list[str] = Field(min_length=1)
     target_rouge: float
+    omission_penalty: float
+    ref_words: int
+
+
+class _Report(Section):
+    gates: list[str] = Field(min_length=1)
 
 
 def load_data(params: Path) -> DataConfig:
@@ -148,6 +164,16 @@ def load_ppo(params: Path) -> PpoConfig:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``text2grad.verdict`` and ``text2grad.ppo.target_rouge``."""
-    return ReportInputs(verdict=load_section(VerdictRule, f"{PAPER}.verdict", params),
-                        target_rouge=load_section(PpoConfig, f"{PAPER}.ppo", params).target_rouge)
+    """``text2grad.verdict``, ``.report.gates``, ``.ppo`` (target, omission penalty), ``.data.n_facts``."""
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    gates = load_section(_Report, f"{PAPER}.report", params).gates
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in gates if g not in names]
+    if missing:
+        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
+    if set(gates) == names:
+        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    ppo = load_section(PpoConfig, f"{PAPER}.ppo", params)
+    n_facts = load_section(DataConfig, f"{PAPER}.data", params).n_facts
+    return ReportInputs(verdict=verdict, gates=gates, target_rouge=ppo.target_rouge,
+                        omission_penalty=ppo.omission_penalty, ref_words=5 * n_facts)

@@ -48,11 +48,13 @@ def curves_suite(n_rows: int) -> list[Any]:
     import great_expectations.expectations as gxe
 
     return [
-        gxe.ExpectTableColumnsToMatchSet(column_set=["scheme", "seed", "step", "rouge_l", "fact_f1", "reward",
-                                                     "kl", "length"], exact_match=True),
+        gxe.ExpectTableColumnsToMatchSet(column_set=["scheme", "seed", "step", "rouge_l", "rouge_p", "rouge_r",
+                                                     "fact_f1", "reward", "kl", "length"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["scheme", "seed", "step"]),
         gxe.ExpectColumnValuesToBeBetween(column="rouge_l", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="rouge_p", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="rouge_r", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="fact_f1", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToNotBeNull(column="kl"),
     ]

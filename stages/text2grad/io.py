@@ -23,3 +23,8 @@ def read_tables(paths: Any) -> tuple[pd.DataFrame, pd.DataFrame]:
     sources, outputs = read_parquet(paths.sources), read_parquet(paths.outputs)
     validate(sources, outputs)
     return sources, outputs
+
+
+def model_file(name: str, seed: int) -> str:
+    """File name of one reward model: ``<variant>_seed<s>.safetensors``."""
+    return f"{name}_seed{seed}.safetensors"

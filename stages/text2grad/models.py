@@ -33,7 +33,11 @@ def trunk(lm: TinyGPT, tokens: Tensor) -> Tensor:
 
 
 class PolicyWithValue(nn.Module):
-    """Causal LM policy with a scalar value head on the shared trunk (PPO's actor-critic)."""
+    """Causal LM policy with a scalar value head on the trunk's features (PPO's actor-critic).
+
+    The value head reads the features detached: the value regression (returns of several units)
+    would otherwise dominate the clipped gradient norm and pull the shared trunk away from the policy.
+    """
 
     def __init__(self, lm: TinyGPT, d_model: int) -> None:
         super().__init__()
@@ -43,7 +47,7 @@ class PolicyWithValue(nn.Module):
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
         """(next-token log-probs [B, T, V], state values [B, T])."""
         h = trunk(self.lm, tokens)
-        return F.log_softmax(self.lm.head(h), dim=-1), self.value_head(h).squeeze(-1)
+        return F.log_softmax(self.lm.head(h), dim=-1), self.value_head(h.detach()).squeeze(-1)
 
 
 def pad_batch(rows: Sequence[Sequence[int]], pad_id: int, width: int | None = None) -> Tensor:

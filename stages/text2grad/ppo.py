@@ -13,16 +13,19 @@ from stages.core.gx import validate_table
 from stages.core.io import load_safetensors, read_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, ModelSpec, PpoConfig, load_ppo
 from stages.text2grad.expectations import curves_suite
-from stages.text2grad.io import read_tables
+from stages.text2grad.io import model_file, read_tables
 from stages.text2grad.models import RewardFormat, policy_prompt
 from stages.text2grad.span_ppo import SpanPPO, train_scheme
 from stages.text2grad.training import build_lm
 
-# scheme → the reward model whose word scores it uses
-REWARD_MODEL = {"scalar": "critique", "text2grad": "critique", "dense": "critique", "no_critique": "no_critique"}
+# scheme → the reward model whose word scores it uses (None: the critic's own labels, the oracle arms)
+REWARD_MODEL = {"scalar": "critique", "text2grad": "critique", "dense": "critique", "no_critique": "no_critique",
+                "oracle_token": None, "oracle_terminal": None}
+COLUMNS = ["scheme", "seed", "step", "rouge_l", "rouge_p", "rouge_r", "fact_f1", "reward", "kl", "length"]
 
 
 @dataclass(frozen=True)
@@ -35,21 +38,23 @@ class Paths:
     curves: Path = out("test metrics per scheme, seed and evaluation step (Parquet)")
 
 
-def load_lm(folder: Path, name: str) -> Any:
-    """A TinyGPT from ``<folder>/<name>.safetensors`` and the folder's manifest."""
+def load_lm(folder: Path, file: str) -> Any:
+    """A TinyGPT from ``<folder>/<file>`` and the folder's manifest."""
     manifest = read_json(folder / "manifest.json")
     lm = build_lm(ModelSpec(**manifest["model"]), manifest["vocab_size"], seed=0)
-    lm.load_state_dict(load_safetensors(folder / f"{name}.safetensors"))
+    lm.load_state_dict(load_safetensors(folder / file))
     return lm.eval()
 
 
 def run(cfg: PpoConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Every scheme × seed from the same warm start, with the same prompts and budget per seed."""
+    """Every scheme × seed from one warm start, same prompts and budget per seed; seed s uses RM pair s."""
+    cap_threads(cfg.max_threads)
     sources, _ = read_tables(paths)
     tok = SmallTokenizer.load(paths.tokenizer)
-    sft_lm = load_lm(paths.sft, "policy")
-    reward = {name: (load_lm(paths.reward_models, name), RewardFormat(tok, name == "critique"))
-              for name in sorted(set(REWARD_MODEL[s] for s in cfg.schemes))}
+    sft_lm = load_lm(paths.sft, "policy.safetensors")
+    rm_seeds = int(read_json(paths.reward_models / "manifest.json")["n_seeds"])
+    if rm_seeds < cfg.n_seeds:
+        raise ValueError(f"{paths.reward_models}: reward models for {rm_seeds} seeds, PPO needs {cfg.n_seeds}")
     train = sources[sources.split == "ppo"].sort_values("id")
     test = sources[sources.split == "test"].sort_values("id").head(cfg.n_eval)
     train_prompts = [policy_prompt(tok, s) for s in train.source]
@@ -57,13 +62,15 @@ def run(cfg: PpoConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     runs = [(scheme, s) for s in range(cfg.n_seeds) for scheme in cfg.schemes]
     for scheme, s in tqdm(runs, desc="ppo runs"):
         seed = derive_seed(ctx.seed, PAPER, "ppo", s) % 2**32
-        rm, fmt = reward[REWARD_MODEL[scheme]]
+        name = REWARD_MODEL[scheme]
+        rm = None if name is None else load_lm(paths.reward_models, model_file(name, s))
+        fmt = None if name is None else RewardFormat(tok, name == "critique")
         runner = SpanPPO(cfg, scheme, tok, sft_lm, rm, fmt, seed)
         eval_args = {"prompts": [policy_prompt(tok, x) for x in test.source], "sources": list(test.source),
                      "references": list(test.reference), "seed": derive_seed(ctx.seed, PAPER, "eval", s) % 2**32}
         for point in train_scheme(runner, train_prompts, list(train.source), eval_args, seed):
             rows.append({"scheme": scheme, "seed": s, **point})
-    curves = pd.DataFrame(rows)[["scheme", "seed", "step", "rouge_l", "fact_f1", "reward", "kl", "length"]]
+    curves = pd.DataFrame(rows)[COLUMNS]
     validate_table(curves, f"{PAPER}.curves", curves_suite(len(runs) * len(curves.step.unique())))
     write_parquet(curves, paths.curves)
     final = curves[curves.step == cfg.steps].groupby("scheme").rouge_l.mean()

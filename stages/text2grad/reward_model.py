@@ -1,4 +1,4 @@
-"""Step ``reward_model``: the generative reward model, with and without the critique (§3.2), and its span F1.
+"""Step ``reward_model``: the generative reward models, with and without the critique (§3.2), per RL seed; span F1.
 
 The model reads (source, output), writes the critique and then one score per output
 word (+1 good span, −1 poor span, 0 otherwise). The ablation writes the scores directly.
@@ -13,14 +13,16 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from tqdm import tqdm
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
 from stages.text2grad.critic import parse_scores
-from stages.text2grad.io import read_tables
+from stages.text2grad.io import model_file, read_tables
 from stages.text2grad.models import RewardFormat, predict_word_scores
 from stages.text2grad.training import build_lm, fit, sequences
 
@@ -32,7 +34,7 @@ class Paths:
     sources: Path = inp("sources")
     outputs: Path = inp("annotated outputs")
     tokenizer: Path = inp("tokenizer")
-    models: Path = out("folder: critique.safetensors, no_critique.safetensors, manifest.json")
+    models: Path = out("folder: critique_seed<s>.safetensors, no_critique_seed<s>.safetensors, manifest.json")
     evaluation: Path = out("span precision/recall/F1 on held-out outputs (JSON)")
     examples: Path = out("held-out outputs with predicted critiques and scores (Parquet)")
 
@@ -49,43 +51,49 @@ def span_f1(predicted: list[list[int]], annotated: list[list[int]], label: int) 
 
 
 def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train both reward models on rm_train; score rm_test."""
+    """Train both reward models on rm_train once per RL seed (own initialisation and data order); score rm_test."""
+    cap_threads(cfg.max_threads)
     _, outputs = read_tables(paths)
     tok = SmallTokenizer.load(paths.tokenizer)
     train = outputs[outputs.split == "rm_train"]
     test = outputs[outputs.split == "rm_test"].sort_values("id")
     gold = [parse_scores(s) for s in test.word_scores]
-    evaluation: dict[str, Any] = {"n_train": len(train), "n_test": len(test)}
+    evaluation: dict[str, Any] = {"n_train": len(train), "n_test": len(test), "n_seeds": cfg.n_seeds,
+                                  **{name: [] for name in VARIANTS}}
     examples = []
+    runs = [(s, name) for s in range(cfg.n_seeds) for name in VARIANTS]
     with atomic_dir(paths.models) as folder:
-        for name, with_critique in VARIANTS.items():
+        for s, name in tqdm(runs, desc="reward models"):
+            with_critique = VARIANTS[name]
             fmt = RewardFormat(tok, with_critique)
-            prefixes = [fmt.prefix(s, o) for s, o in zip(train.source, train.output, strict=True)]
+            prefixes = [fmt.prefix(x, o) for x, o in zip(train.source, train.output, strict=True)]
             targets = [fmt.target(c, parse_scores(w)) for c, w in zip(train.critique, train.word_scores, strict=True)]
             tokens, mask = sequences(prefixes, targets, tok.pad_id, cfg.model.max_len)
-            seed = derive_seed(ctx.seed, PAPER, "reward_model", name) % 2**32
+            seed = derive_seed(ctx.seed, PAPER, "reward_model", name, s) % 2**32
             lm = build_lm(cfg.model, tok.vocab_size, seed)
             losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed)
             lm.eval()
             pred, critiques = predict_word_scores(lm, fmt, list(test.source), list(test.output), cfg.max_critique)
-            evaluation[name] = {
-                "good": span_f1(pred, gold, 1), "poor": span_f1(pred, gold, -1),
+            evaluation[name].append({
+                "seed": s, "good": span_f1(pred, gold, 1), "poor": span_f1(pred, gold, -1),
                 "word_accuracy": float(np.mean(np.concatenate([np.asarray(p) == np.asarray(g)
                                                                for p, g in zip(pred, gold, strict=True)]))),
                 "critique_exact": float(np.mean([c == g for c, g in zip(critiques, test.critique, strict=True)]))
                 if with_critique else None,
-                "final_loss": float(np.mean(losses[-20:])), "steps": len(losses)}
-            examples.append(pd.DataFrame({"model": name, "id": test.id.to_numpy(), "source": test.source.to_numpy(),
+                "final_loss": float(np.mean(losses[-20:])), "steps": len(losses)})
+            examples.append(pd.DataFrame({"model": name, "seed": s, "id": test.id.to_numpy(),
+                                          "source": test.source.to_numpy(),
                                           "output": test.output.to_numpy(), "critique": test.critique.to_numpy(),
                                           "gold_scores": test.word_scores.to_numpy(),
                                           "predicted_critique": critiques if with_critique else "",
                                           "predicted_scores": [" ".join(map(str, p)) for p in pred]}))
-            save_safetensors(dict(lm.state_dict()), folder / f"{name}.safetensors", metadata={"variant": name})
-        write_json({"model": cfg.model.model_dump(), "vocab_size": tok.vocab_size, "variants": VARIANTS},
-                   folder / "manifest.json")
-    write_json(evaluation, paths.evaluation)
+            save_safetensors(dict(lm.state_dict()), folder / model_file(name, s),
+                             metadata={"variant": name, "seed": str(s)})
+        write_json({"model": cfg.model.model_dump(), "vocab_size": tok.vocab_size, "variants": VARIANTS,
+                    "n_seeds": cfg.n_seeds}, folder / "manifest.json")
+    write_json(evaluation, paths.evaluation, finite=True)
     write_parquet(pd.concat(examples, ignore_index=True), paths.examples)
-    return {name: evaluation[name]["good"]["f1"] for name in VARIANTS}
+    return {f"{name}_good_f1_seed{e['seed']}": e["good"]["f1"] for name in VARIANTS for e in evaluation[name]}
 
 
 main = Step(PAPER, "reward_model", run, load_reward_model, Paths)

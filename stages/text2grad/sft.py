@@ -11,6 +11,7 @@ import numpy as np
 from stages.core.io import atomic_dir, save_safetensors, write_json
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.text2grad.config import PAPER, SftConfig, load_sft
 from stages.text2grad.io import read_tables
@@ -28,6 +29,7 @@ class Paths:
 
 def run(cfg: SftConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Fit the policy LM on (source, noisy summary) pairs."""
+    cap_threads(cfg.max_threads)
     _, outputs = read_tables(paths)
     tok = SmallTokenizer.load(paths.tokenizer)
     sft = outputs[outputs.split == "sft"]

@@ -140,6 +140,28 @@ def fact_f1(output: str, ex: Example) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def missing_facts(output: str, ex: Example) -> int:
+    """How many of the source's facts the output does not state (the critique's ``missing N``)."""
+    return len(set(ex.facts) - {tuple(s) for s in split_sentences(output)})
+
+
+def reference_words(ex: Example) -> int:
+    """Words of the reference summary, stops counted as words like an output's n (c of the normalised dense arm)."""
+    return len(ex.reference().split())
+
+
+def rouge_l_prf(outputs: Sequence[str], references: Sequence[str]) -> list[tuple[float, float, float]]:
+    """ROUGE-L (precision, recall, F-measure) of each output against its reference (``rouge-score``)."""
+    from rouge_score import rouge_scorer
+
+    scorer = rouge_scorer.RougeScorer(["rougeL"])
+    out = []
+    for o, r in zip(outputs, references, strict=True):
+        s = scorer.score(r, o)["rougeL"]
+        out.append((s.precision, s.recall, s.fmeasure))
+    return out
+
+
 def rouge_l(outputs: Sequence[str], references: Sequence[str]) -> list[float]:
     """ROUGE-L F-measure of each output against its reference (``rouge-score``)."""
     from rouge_score import rouge_scorer

@@ -8,15 +8,29 @@ import torch
 
 from stages.core.rl import clipped_token_loss, gae
 from stages.text2grad.alignment import (
+    add_terminal,
     align_words_to_tokens,
     dense_word_scores,
+    length_normalised_dense_scores,
+    omission_penalty,
     scheme_token_scores,
     token_rewards_with_kl,
     word_scores_to_token_scores,
 )
 from stages.text2grad.critic import MAX_SPANS, annotate
 from stages.text2grad.models import Decoder, pad_batch, sample
-from stages.text2grad.task import Example, Noise, fact_f1, noisy_summary, parse_source, rouge_l, sample_example
+from stages.text2grad.task import (
+    Example,
+    Noise,
+    fact_f1,
+    missing_facts,
+    noisy_summary,
+    parse_source,
+    reference_words,
+    rouge_l,
+    rouge_l_prf,
+    sample_example,
+)
 
 # --- word-to-token alignment on hand-made tokenisations ---
 
@@ -63,6 +77,49 @@ def test_tokens_after_the_last_word_are_unaligned():
 
 def test_dense_labelling_gives_plus_one_outside_poor_spans():
     assert dense_word_scores([1, 0, -1, 0]) == [1.0, 1.0, -1.0, 1.0]
+
+
+def test_length_normalised_dense_scores_by_hand():
+    # c = 10 reference words: a 5-word output keeps ±1; a 20-word output is scaled by 10/20
+    assert length_normalised_dense_scores([1, 0, -1, 0, 0], 10) == [1.0, 1.0, -1.0, 1.0, 1.0]
+    assert length_normalised_dense_scores([0] * 20, 10) == [0.5] * 20
+    assert length_normalised_dense_scores([], 10) == []
+    # a longer output of all-positive words earns no more in total than one of reference length
+    assert sum(length_normalised_dense_scores([0] * 24, 10)) == pytest.approx(10.0)
+    assert sum(length_normalised_dense_scores([0] * 10, 10)) == pytest.approx(10.0)
+
+
+def test_omission_penalty_on_a_hand_made_case():
+    ex = parse_source("tom saw red car . maybe ann has old hat . bob wants big dog .")
+    assert reference_words(ex) == 10
+    assert missing_facts("tom saw red car . bob wants big dog .", ex) == 0
+    assert missing_facts("tom saw red car . ann has old hat .", ex) == 1      # bob's fact left out
+    assert missing_facts("tom saw red cake .", ex) == 2                       # altered: not stated
+    assert missing_facts("", ex) == 2
+    assert omission_penalty(missing_facts("tom saw red car .", ex), 2.0) == -2.0
+    assert omission_penalty(0, 2.0) == 0.0
+    # the critic's "missing N" counts the same facts
+    assert "missing 1 ." in annotate("tom saw red car . ann has old hat .", ex).critique
+
+
+def test_terminal_value_goes_on_the_last_generated_token_only():
+    scores = torch.tensor([[0.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0]])
+    mask = torch.tensor([[0, 1, 1, 1], [1, 1, 0, 0]])
+    out = add_terminal(scores, mask, torch.tensor([-2.0, -4.0]))
+    assert out.tolist() == [[0.0, 1.0, 1.0, -2.0], [1.0, -4.0, 0.0, 0.0]]
+
+
+def test_oracle_token_rewards_sum_to_the_oracle_terminal_reward():
+    ex = parse_source("tom saw red car . maybe ann has old hat . bob wants big dog .")
+    labels = annotate("tom saw red car . ann has old hat . tom saw red car .", ex).word_labels
+    assert labels == [1, 1, 1, 1, 0, -1, -1, -1, -1, 0, -1, -1, -1, -1, 0]
+    s = torch.tensor([[0.0, *map(float, labels)]])
+    mask = torch.tensor([[0] + [1] * len(labels)])
+    token = scheme_token_scores(s, mask, "oracle_token")
+    terminal = scheme_token_scores(s, mask, "oracle_terminal")
+    assert token.tolist() == s.tolist()
+    assert terminal[0, :-1].abs().sum() == 0 and terminal[0, -1] == sum(labels) == -4
+    assert torch.equal(token.sum(-1), terminal.sum(-1))
 
 
 def test_scalar_scheme_puts_the_summed_scores_on_the_last_token():
@@ -153,6 +210,12 @@ def test_source_round_trip_and_reference():
     assert ex.reference().count(".") == 2 and "maybe" not in ex.reference()
 
 
+def test_rouge_precision_and_recall_by_hand():
+    # output "tom saw red car ." (5) vs reference of 10 words sharing that prefix: P = 1, R = 0.5
+    p, r, f = rouge_l_prf(["tom saw red car ."], ["tom saw red car . bob wants big dog ."])[0]
+    assert (p, r) == pytest.approx((1.0, 0.5)) and f == pytest.approx(2 / 3)
+
+
 def test_fact_f1_and_rouge_by_hand():
     assert fact_f1("tom saw red car . bob sold old hat . eve wants blue cake .", EX) == 1.0
     # one fact of three stated, plus a distractor: P = 1/2, R = 1/3 -> F1 = 0.4
@@ -184,3 +247,15 @@ def test_cached_decoding_matches_the_full_forward():
             assert torch.allclose(full[i, len(p) - 1 + t], logp[i], atol=1e-5)
     out = sample(lm, prompts, 5, eos_id=2, pad_id=0, temperature=0.0, generator=None)
     assert all(1 <= len(o) <= 5 for o in out)
+
+
+def test_value_loss_does_not_reach_the_policy_trunk():
+    from stages.core.transformer import TinyGPT
+    from stages.text2grad.models import PolicyWithValue
+
+    torch.manual_seed(0)
+    policy = PolicyWithValue(TinyGPT(20, 16, 1, 2, 12), 16)
+    _, values = policy(torch.randint(0, 20, (2, 6)))
+    values.pow(2).sum().backward()
+    assert all(p.grad is None or p.grad.abs().sum() == 0 for p in policy.lm.parameters())
+    assert policy.value_head.weight.grad.abs().sum() > 0

@@ -21,13 +21,16 @@ def test_data_tables_have_the_configured_sizes_and_valid_annotations(smoke_repo)
     assert len(read_parquet(paths.sources)) == cfg.n_ppo + cfg.n_test
 
 
-def test_reward_models_are_trained_and_scored(smoke_repo):
+def test_reward_models_are_trained_per_seed_and_scored(smoke_repo):
     paths = smoke_repo.paths(f"{PAPER}-reward_model")
-    assert {p.name for p in paths.models.iterdir()} == {"critique.safetensors", "no_critique.safetensors",
-                                                        "manifest.json"}
+    cfg = smoke_repo.config(f"{PAPER}-reward_model")
+    assert {p.name for p in paths.models.iterdir()} == {
+        "manifest.json", *(f"{n}_seed{s}.safetensors" for n in ("critique", "no_critique") for s in range(cfg.n_seeds))}
     ev = read_json(paths.evaluation)
     for name in ("critique", "no_critique"):
-        assert 0 <= ev[name]["good"]["f1"] <= 1 and 0 <= ev[name]["poor"]["f1"] <= 1
+        assert [e["seed"] for e in ev[name]] == list(range(cfg.n_seeds))
+        for e in ev[name]:
+            assert 0 <= e["good"]["f1"] <= 1 and 0 <= e["poor"]["f1"] <= 1
 
 
 def test_ppo_writes_a_curve_for_every_scheme_and_seed(smoke_repo):
@@ -38,20 +41,25 @@ def test_ppo_writes_a_curve_for_every_scheme_and_seed(smoke_repo):
     # every scheme starts from the same warm start and the same evaluation samples
     start = curves[curves.step == 0].groupby("seed").rouge_l.nunique()
     assert (start == 1).all()
+    assert ((curves.rouge_p >= 0) & (curves.rouge_p <= 1) & (curves.rouge_r >= 0) & (curves.rouge_r <= 1)).all()
 
 
 def test_report_writes_claim_and_plots(smoke_repo):
     paths = smoke_repo.paths(f"{PAPER}-report")
     claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke"
-    assert {p.name for p in paths.plots.iterdir()} == {"rouge_l.png", "fact_f1.png", "kl.png", "span_f1.png"}
+    assert {p.name for p in paths.plots.iterdir()} == {"rouge_l.png", "fact_f1.png", "kl.png", "span_f1.png",
+                                                       "length.png"}
     text = paths.report.read_text()
     assert f"**Verdict: {claim.verdict}**" in text
     # counts in the prose come from the run, not from the default profile
     data, ppo = smoke_repo.config(f"{PAPER}-data"), smoke_repo.config(f"{PAPER}-ppo")
+    rm = smoke_repo.config(f"{PAPER}-reward_model")
     assert f"{ppo.steps} PPO steps per run, {ppo.n_seeds} seeds per scheme" in text
     assert f"trained from scratch on {data.n_rm_train} annotated noisy outputs" in text
-    assert f"this run uses {data.n_rm_train} reward-model training outputs" in text
+    assert f"trains {rm.n_seeds} pairs of reward models" in text
+    assert "## Rule history" in text and "Gate (positive control, not a claim)" in text
+    assert f"−{ppo.omission_penalty:g} per source fact" in text
 
 
 def test_corrupt_outputs_fail_validation_naming_the_column(smoke_repo, tmp_path):
