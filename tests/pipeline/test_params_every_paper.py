@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -172,6 +173,15 @@ def test_every_verdict_names_only_metrics_its_paper_declares() -> None:
         declared = declared_metrics(paper)
         assert declared, f"stages/{paper}/config.py declares no METRICS"
         check_verdict_metrics(paper, declared, PARAMS)
+
+
+def test_the_committed_default_reports_measure_exactly_the_declared_metrics() -> None:
+    """``METRICS`` cannot go stale: the committed default-profile metrics.json measures every declared name."""
+    for paper in PAPERS_WITH_VERDICT:
+        measured = set(json.loads((ROOT / "reports" / paper / "metrics.json").read_text())["per_seed"])
+        declared = set(declared_metrics(paper) or ())
+        assert measured == declared, (f"{paper}: declared but not measured {sorted(declared - measured)}, "
+                                      f"measured but not declared {sorted(measured - declared)}")
 
 
 def _misspelt(paper: str, profile: str | None) -> tuple[dict[str, Any], str]:

@@ -49,16 +49,16 @@ def _out_hashes(repo: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_each_report_measures_exactly_the_metrics_its_config_declares(smoke_repo):
-    """``METRICS`` in a paper's config (what a verdict check may name) is what its report measures."""
+def test_each_report_measures_only_metrics_its_config_declares(smoke_repo):
+    """A smoke report measures a subset of ``METRICS`` (a smaller profile may run fewer arms); the
+    committed default reports measure all of them (tests/pipeline/test_params_every_paper.py)."""
     from stages.core.stage import declared_metrics
 
     for paper in load_global(smoke_repo.params).papers:
         measured = set(smoke_repo.json(f"reports/{paper}/metrics.json")["per_seed"])
         declared = declared_metrics(paper)
         assert declared is not None, f"stages/{paper}/config.py declares no METRICS"
-        assert set(declared) == measured, (f"{paper}: declared but not measured {sorted(set(declared) - measured)}, "
-                                           f"measured but not declared {sorted(measured - set(declared))}")
+        assert measured <= set(declared), f"{paper}: measured but not declared {sorted(measured - set(declared))}"
 
 
 @pytest.mark.slow
