@@ -9,11 +9,33 @@ usual rule. New papers call :func:`gated_verdict` on the record from
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field
 
-from stages.core.verdict import ClaimRecord
+from stages.core.config import ConfigError, Section, load_section
+from stages.core.verdict import ClaimRecord, VerdictRule
+
+
+class ReportGates(Section):
+    """A paper's ``<paper>.report`` section: the names of the verdict checks that are gates."""
+
+    gates: list[str] = Field(min_length=1)
+
+
+def load_gated_rule(paper: str, params: Path) -> tuple[VerdictRule, list[str]]:
+    """``<paper>.verdict`` and ``<paper>.report.gates``: every gate is a check, one check at least is a claim."""
+    verdict = load_section(VerdictRule, f"{paper}.verdict", params)
+    gates = load_section(ReportGates, f"{paper}.report", params).gates
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in gates if g not in names]
+    if missing:
+        raise ConfigError(f"{paper}.report.gates: {missing} are not checks of {paper}.verdict")
+    if set(gates) == names:
+        raise ConfigError(f"{paper}.report.gates: at least one check of {paper}.verdict must be a claim, not a gate")
+    return verdict, gates
 
 
 def gated_verdict(claim: ClaimRecord, gates: list[str]) -> ClaimRecord:

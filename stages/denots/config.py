@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import ConfigError, Section, load_section
+from stages.core.config import Section, load_section
+from stages.core.gates import load_gated_rule
 from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
@@ -214,10 +215,6 @@ class ReportInputs(Section):
     gates: list[str] = Field(min_length=1)
 
 
-class _Report(Section):
-    gates: list[str] = Field(min_length=1)
-
-
 def load_data(params: Path) -> DataConfig:
     """``denots.data``."""
     return load_section(DataConfig, f"{PAPER}.data", params)
@@ -236,12 +233,5 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 def load_report(params: Path) -> ReportInputs:
     """``denots.verdict`` and ``denots.report.gates`` (each gate must be a check; at least one check is a claim)."""
-    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
-    names = {c.name for c in verdict.checks}
-    missing = [g for g in gates if g not in names]
-    if missing:
-        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
-    if set(gates) == names:
-        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    verdict, gates = load_gated_rule(PAPER, params)
     return ReportInputs(verdict=verdict, gates=gates)

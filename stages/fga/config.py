@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stages.core.config import ConfigError, Section, load_section
+from stages.core.gates import load_gated_rule
 from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
@@ -159,18 +160,7 @@ def load_adapt(params: Path) -> AdaptInputs:
         raise ConfigError(f"{PAPER}.adapt: {err}") from None
 
 
-class _Report(Section):
-    gates: list[str] = Field(min_length=1)
-
-
 def load_report(params: Path) -> ReportInputs:
     """``fga.verdict`` and ``fga.report.gates``."""
-    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
-    names = {c.name for c in verdict.checks}
-    missing = [g for g in gates if g not in names]
-    if missing:
-        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
-    if set(gates) == names:
-        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    verdict, gates = load_gated_rule(PAPER, params)
     return ReportInputs(verdict=verdict, gates=gates)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from stages.core.config import ConfigError, Section, load_section
+from stages.core.config import Section, load_section
+from stages.core.gates import load_gated_rule
 from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 from stages.m3cotbench.scene import TASKS
@@ -88,10 +89,6 @@ class ReportInputs(Section):
     n_boot: int
 
 
-class _Report(Section):
-    gates: list[str] = Field(min_length=1)
-
-
 def load_data(params: Path) -> DataConfig:
     """``m3cotbench.data``."""
     return load_section(DataConfig, f"{PAPER}.data", params)
@@ -110,13 +107,6 @@ def load_score(params: Path) -> ScoreInputs:
 
 def load_report(params: Path) -> ReportInputs:
     """``m3cotbench.verdict``, ``m3cotbench.report.gates`` and the pre-registered tasks of ``m3cotbench.score``."""
-    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
-    names = {c.name for c in verdict.checks}
-    missing = [g for g in gates if g not in names]
-    if missing:
-        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
-    if set(gates) == names:
-        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    verdict, gates = load_gated_rule(PAPER, params)
     score = load_section(ScoreConfig, f"{PAPER}.score", params)
     return ReportInputs(verdict=verdict, gates=gates, cot_hurts_tasks=score.cot_hurts_tasks, n_boot=score.n_boot)

@@ -6,7 +6,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from stages.core.config import ConfigError, Section, load_section
+from stages.core.config import Section, load_section
+from stages.core.gates import load_gated_rule
 from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
@@ -139,10 +140,6 @@ class ReportInputs(Section):
     ref_words: int
 
 
-class _Report(Section):
-    gates: list[str] = Field(min_length=1)
-
-
 def load_data(params: Path) -> DataConfig:
     """``text2grad.data``."""
     return load_section(DataConfig, f"{PAPER}.data", params)
@@ -165,14 +162,7 @@ def load_ppo(params: Path) -> PpoConfig:
 
 def load_report(params: Path) -> ReportInputs:
     """``text2grad.verdict``, ``.report.gates``, ``.ppo`` (target, omission penalty), ``.data.n_facts``."""
-    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
-    names = {c.name for c in verdict.checks}
-    missing = [g for g in gates if g not in names]
-    if missing:
-        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
-    if set(gates) == names:
-        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    verdict, gates = load_gated_rule(PAPER, params)
     ppo = load_section(PpoConfig, f"{PAPER}.ppo", params)
     n_facts = load_section(DataConfig, f"{PAPER}.data", params).n_facts
     return ReportInputs(verdict=verdict, gates=gates, target_rouge=ppo.target_rouge,

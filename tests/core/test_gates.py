@@ -39,3 +39,31 @@ def test_seeds_to_decide_hand_computed():
     rows = {r["check"]: r for r in seeds_to_decide(claim, {"a": 0.05, "b": 0.4})}
     assert rows["a"]["seeds for a 95% interval"] == "16"     # ceil((1.96 · 0.1 / 0.05)²) = ceil(15.4)
     assert rows["b"]["seeds for a 95% interval"] == "any"    # no spread: every seed agrees
+
+
+def _rule_params(tmp_path, gates: list[str]):
+    import yaml
+    checks = [{"name": n, "metric": n, "op": ">=", "threshold": 0.0} for n in ("gate", "claim")]
+    path = tmp_path / "params.yaml"
+    block = {"verdict": {"checks": checks, "min_seeds": 3}, "report": {"gates": gates}}
+    path.write_text(yaml.safe_dump({"seed": 0, "profile": "default", "threads": 1, "papers": ["p"], "p": block}))
+    return path
+
+
+def test_load_gated_rule_returns_the_rule_and_its_gates(tmp_path):
+    from stages.core.gates import load_gated_rule
+    rule, gates = load_gated_rule("p", _rule_params(tmp_path, ["gate"]))
+    assert [c.name for c in rule.checks] == ["gate", "claim"] and rule.min_seeds == 3
+    assert gates == ["gate"]
+
+
+@pytest.mark.parametrize(("gates", "message"), [
+    (["nope"], r"p\.report\.gates: \['nope'\] are not checks of p\.verdict"),
+    (["gate", "claim"], r"p\.report\.gates: at least one check of p\.verdict must be a claim"),
+    ([], r"p\.report"),
+])
+def test_load_gated_rule_refuses_a_bad_gate_list_naming_the_key(tmp_path, gates, message):
+    from stages.core.config import ConfigError
+    from stages.core.gates import load_gated_rule
+    with pytest.raises(ConfigError, match=message):
+        load_gated_rule("p", _rule_params(tmp_path, gates))
