@@ -19,7 +19,7 @@ ARMS = ("none", "reused", "inverse_frequency", "rs")
 METRICS = (
     "baseline_gap_unplanted_minus_underrep",
     "baseline_map",
-    "rs_lowdiv_rank",
+    "rs_lowdiv_rank_drop",
     "rs_minus_invfreq_lowdiv",
     "rs_minus_invfreq_overall",
     "rs_minus_invfreq_underrep",

@@ -47,16 +47,18 @@ def verdict_metrics(ap: pd.DataFrame, groups: pd.DataFrame, fam: dict[str, list[
                     n_seeds: int) -> dict[str, list[float]]:
     """Per-seed verdict metrics on the test split: gates (baseline competence, the planted gap) and claims (RS's
     diagnosis of the low-diversity groups; RS-guided minus inverse-frequency layouts on the low-diversity groups,
-    all under-represented groups and overall; RS-guided over no augmentation on the under-represented groups)."""
+    all under-represented groups and overall; RS-guided over no augmentation on the under-represented groups).
+    The diagnosis is the drop of the low-diversity groups' percentile rank among all groups from the frequency term
+    to RS (0 for a score that ignores diversity)."""
     fm = {(arm, f): np.array(family_map(ap, fam[f], arm, "test", n_seeds))
           for arm in ARMS for f in ("under_represented", "low_diversity", "unplanted")}
     overall = {arm: np.array(overall_map(ap, arm, "test", n_seeds)) for arm in ARMS}
-    rank = [percentile_rank(groups[groups.seed_index == s].sort_values("group").rs.to_numpy(), fam["low_diversity"])
-            for s in range(n_seeds)]
+    rank = {k: np.array([percentile_rank(groups[groups.seed_index == s].sort_values("group")[k].to_numpy(),
+                                         fam["low_diversity"]) for s in range(n_seeds)]) for k in ("rs", "frequency")}
     return {
         "baseline_map": overall["none"].tolist(),
         "baseline_gap_unplanted_minus_underrep": (fm["none", "unplanted"] - fm["none", "under_represented"]).tolist(),
-        "rs_lowdiv_rank": rank,
+        "rs_lowdiv_rank_drop": (rank["frequency"] - rank["rs"]).tolist(),
         "rs_minus_invfreq_lowdiv": (fm["rs", "low_diversity"] - fm["inverse_frequency", "low_diversity"]).tolist(),
         "rs_minus_invfreq_underrep": (fm["rs", "under_represented"]
                                       - fm["inverse_frequency", "under_represented"]).tolist(),
@@ -154,8 +156,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     per_seed = verdict_metrics(ap, groups, fam, n_seeds)
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.gates)
-    freq_rank = [percentile_rank(groups[groups.seed_index == s].sort_values("group").frequency.to_numpy(),
-                                 fam["low_diversity"]) for s in range(n_seeds)]
+    rank = {k: [percentile_rank(groups[groups.seed_index == s].sort_values("group")[k].to_numpy(), fam["low_diversity"])
+                for s in range(n_seeds)] for k in ("rs", "frequency")}
     p_low = {k: [float(groups[(groups.seed_index == s) & groups.group.isin(fam["low_diversity"])][k].sum())
                  for s in range(n_seeds)] for k in ("p_inverse_frequency", "p_rs")}
     paths.plots.mkdir(parents=True, exist_ok=True)
@@ -166,11 +168,11 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     metrics = {"per_seed": per_seed, "verdict": claim.verdict,
                "test_map": {arm: overall_map(ap, arm, "test", n_seeds) for arm in ARMS},
                "val_map": {arm: overall_map(ap, arm, "val", n_seeds) for arm in ARMS},
-               "test_family_map": fam_test, "frequency_lowdiv_rank": freq_rank, "p_lowdiv": p_low}
+               "test_family_map": fam_test, "lowdiv_rank": rank, "p_lowdiv": p_low}
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, cfg=cfg, bins=bins,
                  fam={f: [names[g] for g in fam[f]] for f in fam}, n_groups=bins.n_groups,
                  test_rows=results_table(ap, fam, "test", n_seeds), val_rows=results_table(ap, fam, "val", n_seeds),
-                 group_rows=group_table(ap, groups, names, fam), freq_rank=freq_rank, p_low=p_low,
+                 group_rows=group_table(ap, groups, names, fam), rank=rank, p_low=p_low,
                  per_seed=per_seed, gates=cfg.gates, n_synthetic=training[0]["n_synthetic"] if training else 0,
                  max_steps=len(log[0]["loss"]) if log else 0,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))

@@ -44,7 +44,8 @@ def made_up(seeds: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
                 ap_rows.append({"seed_index": s, "arm": arm, "split": "test", "group": g, "ap": ap})
         for g in range(n_groups):
             rs = (0.0 if seed["rank_low"] else 2.0) if g in fam["low_diversity"] else 1.0
-            group_rows.append({"seed_index": s, "group": g, "rs": rs})
+            freq = 2.0 if g in fam["low_diversity"] else 1.0       # frequent under the frequency term
+            group_rows.append({"seed_index": s, "group": g, "rs": rs, "frequency": freq})
     return pd.DataFrame(ap_rows), pd.DataFrame(group_rows)
 
 
@@ -85,8 +86,9 @@ def test_verdict_metrics_by_hand():
     assert vm["rs_minus_invfreq_underrep"] == [pytest.approx(under["rs"] - under["inverse_frequency"])]
     assert vm["rs_minus_invfreq_overall"] == [pytest.approx(0.01)]
     assert vm["rs_minus_none_underrep"] == [pytest.approx(under["rs"] - under["none"])]
-    assert vm["rs_lowdiv_rank"] == [0.0]
-    assert metrics_of([BAD])["rs_lowdiv_rank"] == [pytest.approx(1 - len(fam["low_diversity"]) / 24)]
+    top = 1 - len(fam["low_diversity"]) / 24      # the frequency term ranks them above every other group
+    assert vm["rs_lowdiv_rank_drop"] == [pytest.approx(top)]
+    assert metrics_of([BAD])["rs_lowdiv_rank_drop"] == [0.0]
 
 
 def test_families_partition_the_groups():
