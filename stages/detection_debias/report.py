@@ -173,8 +173,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  fam={f: [names[g] for g in fam[f]] for f in fam}, n_groups=bins.n_groups,
                  test_rows=results_table(ap, fam, "test", n_seeds), val_rows=results_table(ap, fam, "val", n_seeds),
                  group_rows=group_table(ap, groups, names, fam), rank=rank, p_low=p_low,
-                 per_seed=per_seed, gates=cfg.gates, n_synthetic=training[0]["n_synthetic"] if training else 0,
-                 max_steps=len(log[0]["loss"]) if log else 0,
+                 per_seed=per_seed, gates=cfg.gates, fam_test=fam_test,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
