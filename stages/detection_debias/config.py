@@ -1,0 +1,159 @@
+"""Typed params of ``detection_debias`` (params.yaml, section ``detection_debias``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from stages.core.config import ConfigError, Section, load_section
+from stages.core.threads import MaxThreads
+from stages.core.trainer import TrainerConfig
+from stages.core.verdict import VerdictRule
+from stages.detection_debias.scenes import CLASSES, Bins, Plants
+
+PAPER = "detection_debias"
+ARMS = ("none", "reused", "inverse_frequency", "rs")
+# the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict check may use
+METRICS = (
+    "baseline_gap_unplanted_minus_underrep",
+    "baseline_map",
+    "rs_lowdiv_rank_drop",
+    "rs_minus_invfreq_lowdiv",
+    "rs_minus_invfreq_overall",
+    "rs_minus_invfreq_underrep",
+    "rs_minus_none_underrep",
+)
+
+
+class DataConfig(Section):
+    """Scene counts, the group bins and the planted biases of the training set."""
+
+    image_size: int = Field(ge=24, le=256)
+    n_train: int = Field(ge=8)
+    n_val: int = Field(ge=4)
+    n_test: int = Field(ge=4)
+    size_ranges: list[list[int]] = Field(min_length=3, max_length=3)   # small, medium, large box sides [min, max]
+    n_position_bins: int = Field(ge=1, le=4)
+    position_margin: int = Field(ge=0, le=8)
+    max_objects: int = Field(ge=1, le=8)
+    class_probs: list[float] = Field(min_length=len(CLASSES), max_length=len(CLASSES))
+    size_probs: list[float] = Field(min_length=3, max_length=3)
+    rare_class: Literal[CLASSES] = "cross"  # type: ignore[valid-type]
+    rare_position_class: Literal[CLASSES] = "triangle"  # type: ignore[valid-type]
+    rare_position_prob: float = Field(ge=0, le=1)
+    low_diversity_class: Literal[CLASSES] = "square"  # type: ignore[valid-type]
+    low_diversity_size: Literal["small", "medium", "large"] = "medium"
+    low_diversity_image_prob: float = Field(ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> DataConfig:
+        for lo_hi in self.size_ranges:
+            if len(lo_hi) != 2 or not 2 <= lo_hi[0] <= lo_hi[1] <= self.image_size // 2 + 4:
+                raise ValueError(f"size_ranges: each must be [min, max] with 2 <= min <= max, got {lo_hi}")
+        if any(a[1] >= b[0] for a, b in zip(self.size_ranges, self.size_ranges[1:], strict=False)):
+            raise ValueError("size_ranges must be increasing and disjoint")
+        for name in ("class_probs", "size_probs"):
+            p = getattr(self, name)
+            if any(v < 0 for v in p) or abs(sum(p) - 1) > 1e-6:
+                raise ValueError(f"{name} must be non-negative and sum to 1, got {p}")
+        if self.n_position_bins < 2 and self.rare_position_prob not in (0.0, 1.0):
+            raise ValueError("a rare position needs at least two position bins")
+        return self
+
+    def bins(self) -> Bins:
+        """The group bins."""
+        return Bins(self.image_size, tuple(tuple(r) for r in self.size_ranges), self.n_position_bins,
+                    self.position_margin)
+
+    def plants(self) -> Plants:
+        """The planted biases."""
+        return Plants(tuple(self.class_probs), tuple(self.size_probs), CLASSES.index(self.rare_position_class),
+                      self.rare_position_prob, CLASSES.index(self.low_diversity_class),
+                      ("small", "medium", "large").index(self.low_diversity_size), self.low_diversity_image_prob,
+                      self.max_objects)
+
+
+class DetectorConfig(Section):
+    """The detector and its training (shared by every arm: the same steps, batch and learning rate)."""
+
+    n_seeds: int = Field(ge=1, le=20)
+    width: int = Field(ge=2, le=128)
+    lr: float = Field(gt=0, le=1)
+    batch_size: int = Field(ge=2)
+    top_k: int = Field(ge=1, le=100)
+    min_score: float = Field(ge=0, lt=1)
+    max_threads: MaxThreads
+    trainer: TrainerConfig
+
+
+class AugmentConfig(Section):
+    """The representation score and the layout samplers at one equal synthetic budget."""
+
+    n_synthetic: int = Field(ge=1)           # synthetic images added by every augmentation arm
+    beta: float = Field(ge=0)                # weight of context diversity in RS
+    tau: float = Field(gt=0)                 # sampling temperature: p ∝ (score + eps)^-tau
+    eps: float = Field(gt=0)
+    diversity: Literal["cosine", "euclidean"]
+    max_per_group: int = Field(ge=2)         # instances per group entering the pairwise diversities
+
+
+class BaselineInputs(Section):
+    """The baseline step: the detector, the scene bins and the RS params."""
+
+    detector: DetectorConfig
+    data: DataConfig
+    augment: AugmentConfig
+
+
+class TrainInputs(Section):
+    """The train step: the detector and the scene bins."""
+
+    detector: DetectorConfig
+    data: DataConfig
+
+
+class ReportInputs(Section):
+    """The report: the verdict rule, its gates, the scene bins and plants (to name the groups), the arms' params."""
+
+    verdict: VerdictRule
+    gates: list[str] = Field(min_length=1)
+    data: DataConfig
+    detector: DetectorConfig
+    augment: AugmentConfig
+
+
+class _Report(Section):
+    gates: list[str] = Field(min_length=1)
+
+
+def load_data(params: Path) -> DataConfig:
+    """``detection_debias.data``."""
+    return load_section(DataConfig, f"{PAPER}.data", params)
+
+
+def load_baseline(params: Path) -> BaselineInputs:
+    """``detection_debias.detector``, ``.data`` and ``.augment``."""
+    return BaselineInputs(detector=load_section(DetectorConfig, f"{PAPER}.detector", params), data=load_data(params),
+                          augment=load_section(AugmentConfig, f"{PAPER}.augment", params))
+
+
+def load_train(params: Path) -> TrainInputs:
+    """``detection_debias.detector`` and ``.data``."""
+    return TrainInputs(detector=load_section(DetectorConfig, f"{PAPER}.detector", params), data=load_data(params))
+
+
+def load_report(params: Path) -> ReportInputs:
+    """``detection_debias.verdict``, ``.report.gates``, ``.data``, ``.detector`` and ``.augment``."""
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    gates = load_section(_Report, f"{PAPER}.report", params).gates
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in gates if g not in names]
+    if missing:
+        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
+    if set(gates) == names:
+        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    return ReportInputs(verdict=verdict, gates=gates, data=load_data(params),
+                        detector=load_section(DetectorConfig, f"{PAPER}.detector", params),
+                        augment=load_section(AugmentConfig, f"{PAPER}.augment", params))

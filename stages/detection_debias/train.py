@@ -1,0 +1,87 @@
+"""Step ``train``: per seed and augmentation arm, a detector trained from the same initialisation for the same
+steps on the training set plus the arm's synthetic images; then COCO AP (overall and per group) of every arm,
+the baseline included, on the validation and test scenes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+
+from stages.core.gx import validate_table
+from stages.core.io import load_safetensors, save_safetensors, write_json, write_parquet
+from stages.core.seeding import derive_seed, rng
+from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
+from stages.detection_debias.augment import render_layouts
+from stages.detection_debias.coco_map import evaluate_detections
+from stages.detection_debias.config import ARMS, PAPER, TrainInputs, load_train
+from stages.detection_debias.detector import detect, targets, train_detector
+from stages.detection_debias.expectations import ap_suite
+from stages.detection_debias.io import ground_truth, layouts_of, load_detector, read_images, read_layouts, read_objects
+from stages.detection_debias.scenes import CLASSES
+
+
+@dataclass(frozen=True)
+class Paths:
+    objects: Path = inp("object table")
+    images: Path = inp("images")
+    baseline: Path = inp("baseline detectors (the none arm)")
+    layouts: Path = inp("synthetic layouts per seed and arm")
+    models: Path = out("safetensors: the augmented arms' detectors per seed (seed<i>.<arm>.*)")
+    ap: Path = out("COCO AP per (seed, arm, split, group); group -1 = overall mAP")
+    training: Path = out("JSON: per seed and arm, the training loss curve and the synthetic image count")
+
+
+def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train every augmented arm and evaluate every arm."""
+    d, det = cfg.data, cfg.detector
+    cap_threads(det.max_threads)
+    bins = d.bins()
+    objects = read_objects(paths.objects, bins)
+    images = read_images(paths.images, int(objects.image.max()) + 1, d.image_size)
+    layouts = read_layouts(paths.layouts, bins, det.n_seeds)
+    baseline = load_safetensors(paths.baseline)
+    ids = {s: np.sort(objects[objects.split == s].image.unique()) for s in ("train", "val", "test")}
+    by_image = layouts_of(objects)
+    train_layouts = [by_image[int(i)] for i in ids["train"]]
+    truth = {s: ground_truth(objects, ids[s]) for s in ("val", "test")}
+    weights, rows, log = {}, [], []
+    for s in range(det.n_seeds):
+        models = {"none": load_detector(baseline, f"seed{s}.", det.width)}
+        for arm in ARMS[1:]:
+            part = layouts[(layouts.seed_index == s) & (layouts.arm == arm)]
+            synth_layouts = list(layouts_of(part).values())
+            synth = render_layouts(bins, synth_layouts, rng(ctx.seed, PAPER, "appearance", arm, s))
+            x = torch.cat([images[ids["train"]], synth])
+            tgt = targets(train_layouts + synth_layouts, len(CLASSES), d.image_size)
+            model, losses = train_detector(x, tgt, len(CLASSES), det.width, det.lr, det.batch_size, det.trainer,
+                                           derive_seed(ctx.seed, PAPER, "detector", s), f"{arm} detector, seed {s}")
+            models[arm] = model
+            weights.update({f"seed{s}.{arm}.{k}": v.detach().clone() for k, v in model.state_dict().items()})
+            log.append({"seed_index": s, "arm": arm, "n_synthetic": len(synth_layouts), "loss": losses})
+        for arm, model in models.items():
+            for split in ("val", "test"):
+                dets = detect(model, images[ids[split]], det.top_k, det.min_score)
+                overall, per_group = evaluate_detections(bins, len(CLASSES), truth[split], dets)
+                rows.append({"seed_index": s, "arm": arm, "split": split, "group": -1, "ap": overall})
+                rows += [{"seed_index": s, "arm": arm, "split": split, "group": g, "ap": ap}
+                         for g, ap in sorted(per_group.items())]
+            print(f"seed {s} {arm}: test mAP {rows[-len(per_group) - 1]['ap']:.3f}", flush=True)
+    ap = pd.DataFrame(rows)
+    validate_table(ap, f"{PAPER}.ap", ap_suite(len(ap), bins.n_groups))
+    write_json(log, paths.training, finite=True)
+    write_parquet(ap, paths.ap)
+    save_safetensors(weights, paths.models)
+    return {"n_rows": len(ap)}
+
+
+main = Step(PAPER, "train", run, load_train, Paths)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+"""The real steps at the smoke profile, on the session's shared smoke DAG run (tests/smoke.py)."""
+
+import pytest
+
+from stages.core.config import ConfigError
+from stages.core.gx import DataValidationError
+from stages.core.io import read_json, read_parquet, write_parquet
+from stages.core.verdict import VERDICTS, ClaimRecord
+from stages.detection_debias import config
+from stages.detection_debias.config import ARMS
+from tests.conftest import write_params
+
+PAPER = "detection_debias"
+
+
+def test_scenes_are_sized_per_split(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-data")
+    cfg = smoke_repo.config(f"{PAPER}-data")
+    objects = read_parquet(paths.objects)
+    counts = objects.groupby("split").image.nunique().to_dict()
+    assert counts == {"train": cfg.n_train, "val": cfg.n_val, "test": cfg.n_test}
+
+
+def test_groups_and_layouts_cover_every_seed_and_arm(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-baseline")
+    cfg = smoke_repo.config(f"{PAPER}-baseline")
+    groups = read_parquet(paths.groups)
+    assert len(groups) == cfg.detector.n_seeds * cfg.data.bins().n_groups
+    for s in range(cfg.detector.n_seeds):
+        g = groups[groups.seed_index == s]
+        assert g.p_rs.sum() == pytest.approx(1.0) and g.p_inverse_frequency.sum() == pytest.approx(1.0)
+    layouts = read_parquet(paths.layouts)
+    per_arm = layouts.groupby(["seed_index", "arm"]).image.nunique()
+    assert (per_arm == cfg.augment.n_synthetic).all() and len(per_arm) == 3 * cfg.detector.n_seeds
+
+
+def test_ap_covers_every_arm_and_split(smoke_repo):
+    ap = read_parquet(smoke_repo.paths(f"{PAPER}-train").ap)
+    overall = ap[ap.group == -1]
+    assert set(overall.arm) == set(ARMS) and set(overall.split) == {"val", "test"}
+    assert ap.ap.between(0, 1).all()
+
+
+def test_report_writes_a_claim(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-report")
+    claim = ClaimRecord.model_validate(read_json(paths.claim))
+    assert claim.verdict in VERDICTS
+    assert "Test mAP per arm" in paths.report.read_text()
+    assert sorted(read_json(paths.metrics)["per_seed"]) == sorted(config.METRICS)
+
+
+@pytest.mark.parametrize(("key", "value"), [("data.class_probs", [0.5, 0.5, 0.5, 0.5]),
+                                            ("data.size_ranges", [[5, 12], [11, 15], [20, 28]]),
+                                            ("augment.tau", 0.0)])
+def test_bad_params_are_refused(tmp_path, key, value):
+    params = write_params(tmp_path, **{f"{PAPER}.{key}": value})
+    with pytest.raises(ConfigError, match=key.split(".")[0]):
+        config.load_baseline(params)
+
+
+def test_a_corrupted_object_table_is_refused(smoke_repo, tmp_path):
+    paths = smoke_repo.paths(f"{PAPER}-data")
+    objects = read_parquet(paths.objects)
+    objects.loc[0, "x1"] = objects.loc[0, "x0"]        # an empty box
+    bad = tmp_path / "objects.parquet"
+    write_parquet(objects, bad)
+    with pytest.raises(DataValidationError):
+        smoke_repo.run(f"{PAPER}-baseline", objects=bad, baseline=tmp_path / "b.safetensors",
+                       groups=tmp_path / "g.parquet", layouts=tmp_path / "l.parquet",
+                       baseline_log=tmp_path / "log.json")
