@@ -142,6 +142,8 @@ def _nan_weights(f: Path) -> bool:
     if f.suffix != ".safetensors":
         return False
     tensors = load_file(f)
+    if not any(v.is_floating_point() for v in tensors.values()):
+        return False  # integer tensors (uint8 images) cannot hold NaN
     save_file({k: torch.full_like(v, float("nan")) if v.is_floating_point() else v
                for k, v in tensors.items()}, f)
     return True
