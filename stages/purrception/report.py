@@ -144,6 +144,18 @@ def pick_columns(checkpoints: list[int], n: int = 8) -> list[int]:
     return [checkpoints[i] for i in idx]
 
 
+def loss_rows(log: pd.DataFrame, window: int = 100, span: int = 500) -> list[dict[str, str]]:
+    """Per method: mean training loss over the last ``window`` steps and its change from ``span`` steps earlier."""
+    rows = []
+    last_step = int(log.step.max())
+    for m, g in log.groupby("method", sort=False):
+        end = g[g.step > last_step - window].loss.mean()
+        earlier = g[(g.step > last_step - span - window) & (g.step <= last_step - span)].loss
+        rows.append({"method": m, f"loss, last {window} steps": f"{end:.3f}",
+                     f"change over the last {span} steps": f"{end - earlier.mean():+.3f}" if len(earlier) else "n/a"})
+    return rows
+
+
 def plot_curves(curves: pd.DataFrame, ev: dict[str, Any], path: Path) -> None:
     """FID, precision and recall vs training steps at τ = 1; seeds as bands; floors and the known-bad as lines."""
     tau1 = curves[curves.temperature == 1.0]
@@ -277,6 +289,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                          for m, smp in arms},
                "floors": ev["floors"], "known_bad": ev["known_bad"], "tokenizer": tok["reconstruction"],
                "classifier_test_accuracy": clf["test_accuracy"], "verdict": claim.verdict}
+    gate_check = next(c for c in cfg.verdict.checks if c.name in rc.gates)
+    gate_outcome = next(o for o in claim.checks if o.name == gate_check.name)
     write_report(paths, claim, metrics, timings, ev=ev, tok=tok, clf=clf, rec=tok["reconstruction"],
                  model=ev["model"], methods=methods, n_seeds=n_seeds, final=final, rc=rc,
                  n_train_steps=int(log.groupby(["method", "seed_index"]).step.max().max()),
@@ -285,7 +299,10 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  temp_rows=temp_rows, sampler_rows=sampler_rows,
                  other_sampler=next(iter(set(vm) - {rc.verdict_sampler})),
                  power_rows=seeds_to_decide(claim, thresholds), first_rule=FIRST_RULE, pilot=PILOT,
-                 every=ev["checkpoints"][1] - ev["checkpoints"][0] if len(ev["checkpoints"]) > 1 else final)
+                 every=ev["checkpoints"][1] - ev["checkpoints"][0] if len(ev["checkpoints"]) > 1 else final,
+                 loss_rows=loss_rows(log),
+                 gate_values=[f"{v:.3f}" for v in per_seed[gate_check.metric]], gate_threshold=gate_check.threshold,
+                 gate_holds=gate_outcome.status == "holds")
     return {"verdict": claim.verdict}
 
 

@@ -1,6 +1,7 @@
 """The paper's equations and the metrics against hand-computed values."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -18,7 +19,7 @@ from stages.purrception.flow_matching import (
     z_loss,
 )
 from stages.purrception.metrics import frechet_distance, precision_recall
-from stages.purrception.report import pick_columns, speedup, steps_to_target
+from stages.purrception.report import loss_rows, pick_columns, speedup, steps_to_target
 from stages.purrception.vq import VQVAE, codebook_perplexity, nearest_code
 
 
@@ -168,3 +169,10 @@ def test_discrete_sampler_leaves_no_mask_token_whatever_the_rounding():
     for n_steps in (3, 4, 7, 50):
         codes = sample_codes(net, torch.randn(5, 2), 64, n_steps, 0.001, 1.0, torch.Generator().manual_seed(1))
         assert codes.max() < 5
+
+
+def test_loss_rows_give_the_last_window_and_its_change():
+    log = pd.DataFrame({"method": "m", "seed_index": 0, "step": range(1, 11), "loss": [9, 9, 9, 9, 8, 7, 6, 5, 4, 3]})
+    (row,) = loss_rows(log, window=2, span=5)
+    assert row["loss, last 2 steps"] == "3.500"  # steps 9 and 10
+    assert row["change over the last 5 steps"] == "-5.000"  # steps 4 and 5 averaged 8.5

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError
@@ -57,6 +58,17 @@ def test_evaluate_scores_every_checkpoint_both_purrception_samplers_and_the_temp
     assert np.load(paths.samples).shape[:2] == (2 + n_arms, ec.grid_samples)
     ev = read_json(paths.evaluation)
     assert len(ev["known_bad"]) == tc.n_seeds and all(kb["fid"] > 0 for kb in ev["known_bad"])
+
+
+def test_the_feature_net_loads_from_its_folder_and_embeds(smoke_repo):
+    from stages.purrception.io import load_feature_net
+
+    folder = smoke_repo.paths(f"{PAPER}-classifier").classifier
+    cfg = smoke_repo.config(f"{PAPER}-classifier")
+    net = load_feature_net(folder)
+    size = read_json(folder / "manifest.json")["image_size"]
+    images = torch.rand(5, size, size)
+    assert net.embed(images).shape == (5, cfg.feature_dim) and not net.training
 
 
 def test_report_writes_claim_and_plots(smoke_repo):
