@@ -48,6 +48,7 @@ FIRST_RULE = {
 # The pilot before the default run (issue 22): the pipeline at global seed 101 (its own image subsets, tokenizer,
 # feature net and reference set), one seed per method, this profile's sizes; run beside other jobs (load 4-5).
 PILOT: dict[str, Any] = {
+    "tokenizer_s": 91, "classifier_s": 48,
     "setup": ("global seed 101, so its own image subsets, tokenizer and feature net; one seed per method; 1000 steps "
               "at batch 32, checkpoints every 100, 300 samples, 10 sampling steps; beside other jobs at load 4-5"),
     "summary": ("tokenizer 512 of 512 codes used (perplexity 424, test PSNR 19.9 dB), feature net test accuracy "
