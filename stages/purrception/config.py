@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
@@ -16,10 +17,13 @@ PAPER = "purrception"
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
     "final_fid_ratio",
-    "steps_saved_vs_continuous",
-    "steps_saved_vs_discrete",
+    "best_baseline_fid_over_marginal",
+    "speedup_vs_cfm_endpoint",
+    "speedup_vs_cfm_velocity",
+    "speedup_vs_discrete_fm",
 )
 Method = Literal["purrception", "cfm_velocity", "cfm_endpoint", "discrete_fm"]
+Sampler = Literal["stochastic", "deterministic"]
 
 
 class DataConfig(Section):
@@ -60,7 +64,7 @@ class ClassifierConfig(Section):
 
 
 class TrainConfig(Section):
-    """The four objectives × ``n_seeds`` with the same network and steps; weights kept at ``checkpoints``."""
+    """The four objectives × ``n_seeds``, same network and steps; weights kept every ``checkpoint_every`` steps."""
 
     methods: list[Method] = Field(min_length=2)
     n_seeds: int = Field(ge=1)
@@ -71,7 +75,8 @@ class TrainConfig(Section):
     lr: float = Field(gt=0, le=1)
     t_eps: float = Field(ge=0, lt=0.5)
     z_loss_weight: float = Field(ge=0)
-    checkpoints: list[int] = Field(min_length=1)
+    checkpoint_every: int = Field(ge=1)
+    max_threads: MaxThreads  # a 64-wide transformer: a second thread mostly adds synchronisation cost
     trainer: TrainerConfig
 
     @model_validator(mode="after")
@@ -82,16 +87,23 @@ class TrainConfig(Section):
             raise ValueError("methods must include purrception")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if sorted(set(self.checkpoints)) != self.checkpoints or self.checkpoints[0] < 1:
-            raise ValueError(f"checkpoints must be increasing positive steps, got {self.checkpoints}")
-        if self.checkpoints[-1] != self.trainer.max_steps:
-            raise ValueError(f"the last checkpoint ({self.checkpoints[-1]}) must equal trainer.max_steps "
-                             f"({self.trainer.max_steps})")
+        if self.trainer.max_steps % self.checkpoint_every:
+            raise ValueError(f"checkpoint_every={self.checkpoint_every} must divide trainer.max_steps "
+                             f"({self.trainer.max_steps}): the last checkpoint is the final model")
         return self
+
+    @property
+    def checkpoints(self) -> list[int]:
+        """The steps at which weights are kept: every ``checkpoint_every`` steps up to max_steps."""
+        return list(range(self.checkpoint_every, self.trainer.max_steps + 1, self.checkpoint_every))
 
 
 class EvaluateConfig(Section):
-    """Sample counts for the Fréchet distance, sampler steps, temperatures, k of the k-NN precision/recall."""
+    """Sample counts for the Fréchet distance, sampler steps, temperatures, k of the k-NN precision/recall.
+
+    Purrception is sampled both ways at every checkpoint: ``stochastic`` (a code drawn from its posterior at
+    every step, as discrete FM draws its proposals) and ``deterministic`` (the posterior-mean ODE, argmax at the end).
+    """
 
     n_samples: int = Field(ge=8)
     n_reference: int = Field(ge=8)
@@ -100,6 +112,7 @@ class EvaluateConfig(Section):
     knn_k: int = Field(ge=1)
     grid_samples: int = Field(ge=1, le=64)
     batch_size: int = Field(ge=1)
+    max_threads: MaxThreads
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateConfig:
@@ -119,16 +132,24 @@ class EvaluateInputs(Section):
     t_eps: float = Field(ge=0, lt=0.5)
 
 
-class SpeedConfig(Section):
-    """The "stated FID" of the speed claim: ``target_fid_factor`` × the best baseline's final FID (per seed)."""
+class ReportConfig(Section):
+    """How the verdict metrics are read from the curves, fixed with the rule before the run.
+
+    Speed: per seed and per baseline b, target_b = ``target_fid_factor`` × b's best FID over its checkpoints (a
+    level b reaches); speedup_vs_b = (b's first checkpoint at ≤ target_b) / (Purrception's). ``verdict_sampler``:
+    which Purrception sampler the verdict reads (the other is reported beside it). ``gates``: checks of the
+    verdict block that are positive controls.
+    """
 
     target_fid_factor: float = Field(ge=1.0, le=10.0)
+    verdict_sampler: Sampler
+    gates: list[str]
 
 
 class ReportInputs(Section):
-    """The report reads the speed target and the verdict rule."""
+    """The report reads its own section and the verdict rule."""
 
-    speed: SpeedConfig
+    report: ReportConfig
     verdict: VerdictRule
 
 
@@ -159,6 +180,13 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``purrception.speed`` and ``purrception.verdict``."""
-    return ReportInputs(speed=load_section(SpeedConfig, f"{PAPER}.speed", params),
-                        verdict=load_section(VerdictRule, f"{PAPER}.verdict", params))
+    """``purrception.report`` and ``purrception.verdict`` (every gate must be a check, and not every check a gate)."""
+    report = load_section(ReportConfig, f"{PAPER}.report", params)
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in report.gates if g not in names]
+    if missing:
+        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
+    if set(report.gates) >= names:
+        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    return ReportInputs(report=report, verdict=verdict)

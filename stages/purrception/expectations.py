@@ -52,15 +52,16 @@ def train_log_suite(methods: list[str], n_rows: int) -> list[Any]:
 
 
 def fid_curve_suite(n_rows: int) -> list[Any]:
-    """``fid_curves``: Fréchet distance, precision, recall per (method, seed, step, temperature)."""
+    """``fid_curves``: Fréchet distance, precision, recall per (method, sampler, seed, step, temperature)."""
     import great_expectations.expectations as gxe
 
     return [
-        gxe.ExpectTableColumnsToMatchSet(column_set=["method", "seed_index", "step", "temperature", "fid",
+        gxe.ExpectTableColumnsToMatchSet(column_set=["method", "sampler", "seed_index", "step", "temperature", "fid",
                                                      "precision", "recall"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
+        gxe.ExpectColumnValuesToBeInSet(column="sampler", value_set=["stochastic", "deterministic"]),
         gxe.ExpectColumnValuesToBeBetween(column="fid", min_value=0, max_value=1e6),
         gxe.ExpectColumnValuesToBeBetween(column="precision", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="recall", min_value=0, max_value=1),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["method", "seed_index", "step", "temperature"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["method", "sampler", "seed_index", "step", "temperature"]),
     ]

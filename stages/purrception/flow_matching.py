@@ -3,8 +3,11 @@
 All four share the network (a bidirectional transformer over the latent grid) and the path
 z_t = t·z₁ + (1 − t)·z₀ with z₀ ~ N(0, I), t ~ U(ε, 1), z₁ the (scaled) code embedding:
 - ``purrception``: the network outputs logits of a categorical posterior q(k | z_t, t) over codes;
-  loss = CE(code) + λ_z·mean(logsumexp(logits)²); sampling moves with v = (μ − z_t)/(1 − t),
-  μ = softmax(logits/τ)·codebook (Sec. 3), and decodes the last step by the argmax code.
+  loss = CE(code) + λ_z·mean(logsumexp(logits)²). Two samplers: ``deterministic`` moves with
+  v = (μ − z_t)/(1 − t), μ = softmax(logits/τ)·codebook (Sec. 3), and decodes the last step by the
+  argmax code; ``stochastic`` draws a code k ~ q(· | z_t, t)^(1/τ) at every step and moves with
+  v = (e_k − z_t)/(1 − t), the last step's draw being the output (sampling from the posterior, as
+  discrete FM samples its proposals).
 - ``cfm_velocity``: continuous FM, MSE of the output to the velocity z₁ − z₀.
 - ``cfm_endpoint``: continuous FM, MSE of the output to z₁ (v = (x̂₁ − z_t)/(1 − t)).
 - ``discrete_fm``: discrete FM with a masked source (x_t keeps each code with probability t),
@@ -43,6 +46,13 @@ def interpolate(z0: torch.Tensor, z1: torch.Tensor, t: torch.Tensor) -> torch.Te
 def posterior_mean(logits: torch.Tensor, codebook: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
     """μ = Σ_k softmax(logits/τ)_k e_k: the expected endpoint under the categorical posterior (Sec. 3)."""
     return F.softmax(logits / temperature, dim=-1) @ codebook
+
+
+def sample_posterior_code(logits: torch.Tensor, temperature: float,
+                          generator: torch.Generator | None = None) -> torch.Tensor:
+    """k ~ softmax(logits/τ): one code per position drawn from the categorical posterior (shape logits.shape[:-1])."""
+    probs = F.softmax(logits / temperature, dim=-1)
+    return torch.multinomial(probs.reshape(-1, probs.shape[-1]), 1, generator=generator).view(logits.shape[:-1])
 
 
 def velocity_from_endpoint(mu: torch.Tensor, z_t: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
@@ -129,8 +139,12 @@ def training_loss(model: FlowTransformer, codes: torch.Tensor, codebook: torch.T
 
 @torch.no_grad()
 def sample_codes(model: FlowTransformer, codebook: torch.Tensor, n: int, n_steps: int, eps: float,
-                 temperature: float = 1.0, generator: torch.Generator | None = None) -> torch.Tensor:
-    """n code grids (n, L) by n_steps Euler steps of the method's sampler (see the module docstring)."""
+                 temperature: float = 1.0, generator: torch.Generator | None = None,
+                 stochastic: bool = False) -> torch.Tensor:
+    """n code grids (n, L) by n_steps Euler steps of the method's sampler (see the module docstring).
+
+    ``stochastic`` selects Purrception's posterior-sampling rule; the other methods have one sampler each.
+    """
     seq_len, (k, d) = model.pos.shape[0], codebook.shape
     times, h = time_grid(n_steps, eps)
     if model.method == "discrete_fm":
@@ -147,7 +161,12 @@ def sample_codes(model: FlowTransformer, codebook: torch.Tensor, n: int, n_steps
     for i, t in enumerate(times):
         tt = t.expand(n)
         out = model(z, tt)
-        if model.method == "purrception":
+        if model.method == "purrception" and stochastic:
+            k_draw = sample_posterior_code(out, temperature, generator)
+            if i == n_steps - 1:
+                return k_draw
+            v = velocity_from_endpoint(codebook[k_draw], z, tt)
+        elif model.method == "purrception":
             if i == n_steps - 1:
                 return out.argmax(-1)
             v = velocity_from_endpoint(posterior_mean(out, codebook, temperature), z, tt)

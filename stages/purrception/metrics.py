@@ -8,14 +8,10 @@ comparable with ImageNet FIDs.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import scipy.linalg
 import torch
 from torch import nn
-
-from stages.core.io import load_safetensors, read_json
 
 
 class FeatureNet(nn.Module):
@@ -72,11 +68,3 @@ def precision_recall(real: np.ndarray, fake: np.ndarray, k: int) -> tuple[float,
     precision = float((d <= knn_radii(real, k)[None]).any(axis=1).mean())
     recall = float((d.T <= knn_radii(fake, k)[None]).any(axis=1).mean())
     return precision, recall
-
-
-def load_classifier_model(folder: Path) -> FeatureNet:
-    """The trained feature net."""
-    m = read_json(Path(folder) / "manifest.json")
-    net = FeatureNet(m["image_size"], m["channels"], m["feature_dim"], m["n_classes"])
-    net.load_state_dict(load_safetensors(Path(folder) / "classifier.safetensors"))
-    return net.eval()

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from stages.core.gates import gated_verdict, seeds_to_decide
 from stages.core.gx import validate_table
 from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
@@ -17,7 +18,8 @@ from stages.purrception.config import PAPER, ReportInputs, load_report
 from stages.purrception.expectations import fid_curve_suite, train_log_suite
 
 TIMED_STEPS = ("data", "tokenizer", "classifier", "train", "evaluate")
-CONTINUOUS = ("cfm_velocity", "cfm_endpoint")
+BASELINES = ("cfm_velocity", "cfm_endpoint", "discrete_fm")
+SAMPLERS = ("stochastic", "deterministic")
 CARD = PaperCard(
     paper=PAPER,
     title=("Purrception: Variational Flow Matching for Vector-Quantized Image Generation "
@@ -29,11 +31,39 @@ CARD = PaperCard(
                   "trained in the same code and reaches an FID competitive with state-of-the-art models "
                   "(abstract; the abstract states no numbers, so none are restated here)."),
 )
+# The first rule and its default run (commit 8a0b745 / 3ebf25d; reports/purrception at 3ebf25d): 64 codes of
+# dimension 8 on a 5×5 grid (20×20 images), 2 seeds, 1600 steps with checkpoints at 100/200/400/800/1200/1600,
+# Purrception sampled by its deterministic rule only; 233 s alone on 2 cores. Values quoted from that report.
+FIRST_RULE = {
+    "rule": ("speed target per seed = 1.25 × the best final FID of any baseline; each check on every one of at "
+             "least 2 seeds: steps_saved_vs_continuous >= 1, steps_saved_vs_discrete >= 1, final_fid_ratio <= 1.1"),
+    "verdict": "not_reproduced",
+    "checks": [("faster than the best continuous FM", "fails", "0, 0"),
+               ("faster than discrete FM", "fails", "-801, -401"),
+               ("competitive final FID", "fails", "1.8222, 1.8172")],
+    "final_fid": {"purrception (deterministic)": "48.9 ± 1.2", "cfm_velocity": "57.8 ± 11.4",
+                  "cfm_endpoint": "54.4 ± 14.1", "discrete_fm": "26.9 ± 0.7"},
+    "recall": {"purrception (deterministic)": 0.518, "discrete_fm": 0.839},
+}
+# The pilot before the default run (issue 22): the pipeline at global seed 101 (its own image subsets, tokenizer,
+# feature net and reference set), one seed per method, this profile's sizes; run beside other jobs (load 4-5).
+PILOT: dict[str, Any] = {
+    "tokenizer_s": 91, "classifier_s": 48,
+    "setup": ("global seed 101, so its own image subsets, tokenizer and feature net; one seed per method; 1000 steps "
+              "at batch 32, checkpoints every 100, 300 samples, 10 sampling steps; beside other jobs at load 4-5"),
+    "summary": ("tokenizer 512 of 512 codes used (perplexity 424, test PSNR 19.9 dB), feature net test accuracy "
+                "0.871; final FID purrception stochastic 118.7, deterministic 134.0, discrete FM 117.2, continuous "
+                "FM velocity 175.2, endpoint 182.6; known-bad generator 174.0, VQ reconstructions 28.0; every "
+                "training loss still falling at step 1000; best baseline over the known-bad 0.67 (the gate asks "
+                "<= 0.5); speedups (stochastic) 0.25 vs velocity, 1.00 vs endpoint, 0.78 vs discrete FM, final "
+                "FID ratio 1.01. Stage times: tokenizer 91 s, feature net 48 s, train 343 s (4 runs), evaluate "
+                "about 200 s (50 scores), so 12 runs and about 160 scores fill the budget; more steps would not."),
+}
 
 
 @dataclass(frozen=True)
 class Paths(ReportPaths):
-    evaluation: Path = inp("floors and settings from evaluate")
+    evaluation: Path = inp("floors, the known-bad generator and settings from evaluate")
     fid_curves: Path = inp("FID / precision / recall per checkpoint")
     samples: Path = inp("sample grid")
     train_log: Path = inp("training losses")
@@ -42,92 +72,134 @@ class Paths(ReportPaths):
 
 
 def steps_to_target(steps: list[int], fids: list[float], target: float, never: int) -> int:
-    """The first checkpoint whose FID is ≤ target; ``never`` (beyond training) if none is."""
+    """The first checkpoint whose FID is ≤ target; ``never`` (one interval beyond training) if none is."""
     return next((s for s, f in zip(steps, fids, strict=True) if f <= target), never)
 
 
-def verdict_metrics(curves: pd.DataFrame, methods: list[str], n_seeds: int, factor: float) -> dict[str, Any]:
-    """Per-seed target FID, steps to it per method, and the three verdict metrics."""
-    tau1 = curves[curves.temperature == 1.0]
-    steps = sorted(tau1.step.unique().tolist())
-    never = steps[-1] + 1
-    baselines = [m for m in methods if m != "purrception"]
-    per_seed: dict[str, list[float]] = {"steps_saved_vs_continuous": [], "steps_saved_vs_discrete": [],
-                                        "final_fid_ratio": []}
-    targets, reach = [], {m: [] for m in methods}
+def speedup(baseline_steps: int, method_steps: int) -> float:
+    """Steps the baseline needs to its target over the steps the method needs to the same target (> 1: faster)."""
+    return baseline_steps / method_steps
+
+
+def arm_curve(curves: pd.DataFrame, method: str, seed: int, sampler: str | None = None) -> list[float]:
+    """FID at τ = 1 over the checkpoints of one method (and sampler), one seed, in step order."""
+    part = curves[(curves.temperature == 1.0) & (curves.method == method) & (curves.seed_index == seed)]
+    if sampler is not None:
+        part = part[part.sampler == sampler]
+    return part.sort_values("step").fid.tolist()
+
+
+def verdict_metrics(curves: pd.DataFrame, methods: list[str], n_seeds: int, factor: float, sampler: str,
+                    known_bad_fid: list[float]) -> dict[str, Any]:
+    """Per-seed verdict metrics for one Purrception sampler, with each baseline's own target and the steps to it."""
+    steps = sorted(curves[curves.temperature == 1.0].step.unique().tolist())
+    never = steps[-1] + (steps[-1] - steps[-2] if len(steps) > 1 else steps[-1])
+    baselines = [b for b in BASELINES if b in methods]
+    per_seed: dict[str, list[float]] = {"best_baseline_fid_over_marginal": [], "final_fid_ratio": [],
+                                        **{f"speedup_vs_{b}": [] for b in baselines}}
+    targets: dict[str, list[float]] = {b: [] for b in baselines}
+    reach: dict[str, dict[str, list[int]]] = {b: {"baseline": [], "purrception": []} for b in baselines}
     for s in range(n_seeds):
-        fid = {m: tau1[(tau1.method == m) & (tau1.seed_index == s)].sort_values("step").fid.tolist() for m in methods}
-        best_final = min(fid[b][-1] for b in baselines)
-        target = factor * best_final
-        targets.append(target)
-        for m in methods:
-            reach[m].append(steps_to_target(steps, fid[m], target, never))
-        if any(m in methods for m in CONTINUOUS):
-            per_seed["steps_saved_vs_continuous"].append(
-                min(reach[m][-1] for m in CONTINUOUS if m in methods) - reach["purrception"][-1])
-        if "discrete_fm" in methods:
-            per_seed["steps_saved_vs_discrete"].append(reach["discrete_fm"][-1] - reach["purrception"][-1])
-        per_seed["final_fid_ratio"].append(fid["purrception"][-1] / best_final)
-    return {"per_seed": {k: v for k, v in per_seed.items() if v}, "targets": targets, "steps_to_target": reach,
-            "never": never}
+        purr = arm_curve(curves, "purrception", s, sampler)
+        for b in baselines:
+            fid_b = arm_curve(curves, b, s)
+            target = factor * min(fid_b)
+            targets[b].append(target)
+            reach[b]["baseline"].append(steps_to_target(steps, fid_b, target, never))
+            reach[b]["purrception"].append(steps_to_target(steps, purr, target, never))
+            per_seed[f"speedup_vs_{b}"].append(speedup(reach[b]["baseline"][-1], reach[b]["purrception"][-1]))
+        best_final = min(arm_curve(curves, b, s)[-1] for b in baselines)
+        per_seed["final_fid_ratio"].append(purr[-1] / best_final)
+        per_seed["best_baseline_fid_over_marginal"].append(best_final / known_bad_fid[s])
+    return {"per_seed": per_seed, "targets": targets, "reach": reach, "never": never}
 
 
-def pairwise_speed(curves: pd.DataFrame, method: str, rivals: list[str], n_seeds: int,
-                   factor: float) -> list[dict[str, Any]]:
-    """Descriptive only (not the verdict): steps of ``method`` and ``rivals`` to factor × the rivals' best final FID."""
-    tau1 = curves[curves.temperature == 1.0]
-    steps = sorted(tau1.step.unique().tolist())
+def speed_rows(vm: dict[str, dict[str, Any]], verdict_sampler: str) -> list[dict[str, str]]:
+    """Per baseline and seed: its target, steps to it, Purrception's steps with each sampler, the speedups."""
+    first = vm[verdict_sampler]
     rows = []
-    for s in range(n_seeds):
-        fid = {m: tau1[(tau1.method == m) & (tau1.seed_index == s)].sort_values("step").fid.tolist()
-               for m in [method, *rivals]}
-        target = factor * min(fid[r][-1] for r in rivals)
-        reach = {m: steps_to_target(steps, fid[m], target, steps[-1] + 1) for m in fid}
-        rows.append({"seed": s, "target FID": f"{target:.2f}",
-                     **{m: "never" if r > steps[-1] else str(r) for m, r in reach.items()}})
+    for b, targets in first["targets"].items():
+        for s, target in enumerate(targets):
+            row = {"baseline": b, "seed": str(s), "target FID": f"{target:.2f}",
+                   "baseline steps": fmt_steps(first["reach"][b]["baseline"][s], first["never"])}
+            for smp, v in vm.items():
+                row[f"purrception {smp} steps"] = fmt_steps(v["reach"][b]["purrception"][s], v["never"])
+                row[f"speedup ({smp})"] = f"{v['per_seed'][f'speedup_vs_{b}'][s]:.2f}"
+            rows.append(row)
     return rows
 
 
-def plot_curves(curves: pd.DataFrame, ev: dict[str, Any], targets: list[float], path: Path) -> None:
-    """FID, precision and recall vs training steps at τ = 1; seeds as bands; floors as dotted lines."""
+def fmt_steps(steps: int, never: int) -> str:
+    """A step count, or 'never' for one interval beyond training."""
+    return "never" if steps >= never else str(steps)
+
+
+def arm_label(method: str, sampler: str) -> str:
+    """How an arm is named in tables and plots: Purrception with its sampler, the others by their method."""
+    return f"{method} ({sampler})" if method == "purrception" else method
+
+
+def pick_columns(checkpoints: list[int], n: int = 8) -> list[int]:
+    """About n checkpoints spread over training (the last always included) for the curve table."""
+    idx = sorted(set(np.linspace(0, len(checkpoints) - 1, min(n, len(checkpoints))).round().astype(int).tolist()))
+    return [checkpoints[i] for i in idx]
+
+
+def loss_rows(log: pd.DataFrame, window: int = 100, span: int = 500) -> list[dict[str, str]]:
+    """Per method: mean training loss over the last ``window`` steps and its change from ``span`` steps earlier."""
+    rows = []
+    last_step = int(log.step.max())
+    for m, g in log.groupby("method", sort=False):
+        end = g[g.step > last_step - window].loss.mean()
+        earlier = g[(g.step > last_step - span - window) & (g.step <= last_step - span)].loss
+        rows.append({"method": m, f"loss, last {window} steps": f"{end:.3f}",
+                     f"change over the last {span} steps": f"{end - earlier.mean():+.3f}" if len(earlier) else "n/a"})
+    return rows
+
+
+def plot_curves(curves: pd.DataFrame, ev: dict[str, Any], path: Path) -> None:
+    """FID, precision and recall vs training steps at τ = 1; seeds as bands; floors and the known-bad as lines."""
     tau1 = curves[curves.temperature == 1.0]
-    with figure(path, 1, 3, figsize=(15, 4.3)) as (_, axes):
+    known_bad = {k: float(np.mean([kb[k] for kb in ev["known_bad"]])) for k in ("fid", "precision", "recall")}
+    with figure(path, 1, 3, figsize=(16, 4.5)) as (_, axes):
         for metric, ax in zip(("fid", "precision", "recall"), axes, strict=True):
-            for m in ev["methods"]:
-                g = tau1[tau1.method == m]
+            for m, smp in ev["arms"]:
+                g = tau1[(tau1.method == m) & (tau1.sampler == smp)]
                 runs = np.stack([r.sort_values("step")[metric].to_numpy() for _, r in g.groupby("seed_index")])
-                band(ax, np.asarray(ev["checkpoints"]), runs, m)
+                band(ax, np.asarray(ev["checkpoints"]), runs, arm_label(m, smp))
             for name, style in (("real_train_images", ":"), ("vq_reconstructions", "-.")):
                 ax.axhline(ev["floors"][name][metric], color="grey", ls=style, lw=1, label=name.replace("_", " "))
+            ax.axhline(known_bad[metric], color="black", ls="--", lw=0.8, label="per-position marginals (known bad)")
             if metric == "fid":
-                ax.axhline(float(np.mean(targets)), color="black", ls="--", lw=0.8, label="speed target (mean)")
                 ax.set_yscale("log")
-            ax.set_xscale("log")
             ax.set_xlabel("training step")
             ax.set_ylabel({"fid": "Fréchet distance (feature net)"}.get(metric, metric))
         axes[0].legend(fontsize=7)
 
 
 def plot_temperature(curves: pd.DataFrame, ev: dict[str, Any], path: Path) -> None:
-    """Purrception's final checkpoint: FID, precision and recall vs sampling temperature τ."""
+    """Purrception's final checkpoint, both samplers: FID and precision/recall vs sampling temperature τ."""
     final = ev["checkpoints"][-1]
-    g = curves[(curves.method == "purrception") & (curves.step == final)]
-    taus = sorted(g.temperature.unique())
-    with figure(path, 1, 2, figsize=(10, 4)) as (_, (ax_fid, ax_pr)):
-        for metric, ax in (("fid", ax_fid), ("precision", ax_pr), ("recall", ax_pr)):
-            runs = np.stack([r.sort_values("temperature")[metric].to_numpy() for _, r in g.groupby("seed_index")])
-            band(ax, np.asarray(taus), runs, metric)
+    with figure(path, 1, 2, figsize=(11, 4)) as (_, (ax_fid, ax_pr)):
+        for smp in SAMPLERS:
+            g = curves[(curves.method == "purrception") & (curves.step == final) & (curves.sampler == smp)]
+            if g.empty:
+                continue
+            taus = np.asarray(sorted(g.temperature.unique()))
+            for metric, ax in (("fid", ax_fid), ("precision", ax_pr), ("recall", ax_pr)):
+                runs = np.stack([r.sort_values("temperature")[metric].to_numpy() for _, r in g.groupby("seed_index")])
+                band(ax, taus, runs, f"{metric} ({smp})" if ax is ax_pr else smp)
         ax_fid.set_ylabel("Fréchet distance")
         ax_pr.set_ylabel("precision / recall")
         for ax in (ax_fid, ax_pr):
             ax.set_xlabel("temperature τ")
             ax.set_xscale("log")
-            ax.legend(fontsize=8)
+            ax.legend(fontsize=7)
         ax_fid.set_title(f"Purrception at step {final}")
 
 
 def plot_samples(samples: np.ndarray, rows: list[str], path: Path) -> None:
-    """One row of images per source (real, reconstruction, each method at its final checkpoint, seed 0)."""
+    """One row of images per source (real, reconstruction, each arm at its final checkpoint, seed 0)."""
     n_rows, n_cols = samples.shape[:2]
     with figure(path, n_rows, 1, figsize=(n_cols * 0.8 + 0.5, n_rows * 1.1)) as (_, axes):
         for ax, row, label in zip(np.atleast_1d(axes), samples, rows, strict=True):
@@ -153,7 +225,7 @@ def plot_training(log: pd.DataFrame, path: Path, window: int = 50) -> None:
 
 
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Compute the verdict from the per-seed curves and write the report."""
+    """Compute the gated verdict from the per-seed curves of the pre-registered sampler and write the report."""
     ev = read_json(paths.evaluation)
     curves = read_parquet(paths.fid_curves)
     log = read_parquet(paths.train_log)
@@ -162,50 +234,76 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     tok, clf = read_json(paths.tokenizer_metrics), read_json(paths.classifier_metrics)
     timings = read_timings(paths.timings, TIMED_STEPS)
     methods, n_seeds, final = ev["methods"], ev["n_seeds"], ev["checkpoints"][-1]
-    factor = cfg.speed.target_fid_factor
-    vm = verdict_metrics(curves, methods, n_seeds, factor)
+    rc = cfg.report
+    known_bad_fid = [kb["fid"] for kb in ev["known_bad"]]
+    vm = {smp: verdict_metrics(curves, methods, n_seeds, rc.target_fid_factor, smp, known_bad_fid)
+          for smp in (rc.verdict_sampler, *[x for x in SAMPLERS if x != rc.verdict_sampler])}
+    per_seed = vm[rc.verdict_sampler]["per_seed"]
     tau1 = curves[curves.temperature == 1.0]
     last = tau1[tau1.step == final]
-    headline = {"final_fid_" + m: mean_std(last[last.method == m].fid.tolist(), 3) for m in methods}
-    headline.update({k: mean_std(v, 3) for k, v in vm["per_seed"].items()})
-    claim = decide_claim(CARD, cfg.verdict, vm["per_seed"], seeds=list(range(n_seeds)), profile=ctx.profile,
+    arms = [tuple(a) for a in ev["arms"]]
+    headline = {f"final_fid_{arm_label(m, smp)}": mean_std(
+        last[(last.method == m) & (last.sampler == smp)].fid.tolist(), 3) for m, smp in arms}
+    headline.update({k: mean_std(v, 3) for k, v in per_seed.items()})
+    claim = decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                          timings=timings, measured=headline)
-    # the rule as stated in claim.json also says how the speed target is set
-    claim = claim.model_copy(update={"verdict_rule": f"speed target per seed = {factor:g} × the best baseline's "
-                                                     f"final FID; {claim.verdict_rule}"})
+    claim = gated_verdict(claim, rc.gates)
+    claim = claim.model_copy(update={"verdict_rule": (
+        f"Purrception's {rc.verdict_sampler} sampler; speed target per seed and baseline = "
+        f"{rc.target_fid_factor:g} × that baseline's best FID over its checkpoints, speedup = baseline's steps to "
+        f"it / Purrception's; {claim.verdict_rule}")})
+    thresholds = {c.name: c.threshold for c in cfg.verdict.checks}
 
     paths.plots.mkdir(parents=True, exist_ok=True)
-    plot_curves(curves, ev, vm["targets"], paths.plots / "fid_vs_steps.png")
+    plot_curves(curves, ev, paths.plots / "fid_vs_steps.png")
     plot_temperature(curves, ev, paths.plots / "temperature.png")
     plot_samples(np.load(paths.samples, allow_pickle=False), ev["grid_rows"], paths.plots / "samples.png")
     plot_training(log, paths.plots / "training_loss.png")
 
-    final_rows = [{"method": m, **{k: mean_std(last[last.method == m].sort_values("seed_index")[k].tolist(), 3)
-                                   for k in ("fid", "precision", "recall")},
-                   "steps to target (per seed)": ", ".join(
-                       "never" if r == vm["never"] else str(r) for r in vm["steps_to_target"][m])}
-                  for m in methods]
-    curve_rows = [{"method": m, **{f"step {s}": mean_std(tau1[(tau1.method == m) & (tau1.step == s)].fid.tolist(), 2)
-                                   for s in ev["checkpoints"]}} for m in methods]
+    def at(frame: pd.DataFrame, m: str, smp: str, key: str) -> list[float]:
+        return frame[(frame.method == m) & (frame.sampler == smp)].sort_values("seed_index")[key].tolist()
+
+    final_rows = [{"method (sampler)": arm_label(m, smp), "parameters": f"{ev['model']['n_params'][m]:,}",
+                   **{k: mean_std(at(last, m, smp, k), 3) for k in ("fid", "precision", "recall")}}
+                  for m, smp in arms]
+    shown = pick_columns(ev["checkpoints"])
+    curve_rows = [{"method (sampler)": arm_label(m, smp),
+                   **{f"step {s}": mean_std(at(tau1[tau1.step == s], m, smp, "fid"), 1) for s in shown}}
+                  for m, smp in arms]
     purr = curves[(curves.method == "purrception") & (curves.step == final)]
-    temp_rows = [{"τ": f"{t:g}", **{k: mean_std(purr[purr.temperature == t][k].tolist(), 3)
-                                    for k in ("fid", "precision", "recall")}}
+    temp_rows = [{"τ": f"{t:g}", **{f"{k} ({smp})": mean_std(at(purr[purr.temperature == t], "purrception", smp, k), 3)
+                                    for smp in SAMPLERS for k in ("fid", "recall")}}
                  for t in sorted(purr.temperature.unique())]
-    floor_rows = [{"reference set": n.replace("_", " "),
-                   **{k: f"{v[k]:.3f}" for k in ("fid", "precision", "recall")}} for n, v in ev["floors"].items()]
-    continuous = [m for m in CONTINUOUS if m in methods]
-    pair_rows = pairwise_speed(curves, "purrception", continuous, n_seeds, factor) if continuous else []
-    ranking = last.groupby("method").fid.mean().sort_values()
-    metrics = {"per_seed": vm["per_seed"], "targets": vm["targets"], "steps_to_target": vm["steps_to_target"],
-               "final": {m: {k: last[last.method == m].sort_values("seed_index")[k].tolist()
-                             for k in ("fid", "precision", "recall")} for m in methods},
-               "floors": ev["floors"], "tokenizer": tok["reconstruction"],
+    floor_rows = [{"reference set": n.replace("_", " "), **{k: f"{v[k]:.3f}" for k in ("fid", "precision", "recall")}}
+                  for n, v in ev["floors"].items()]
+    floor_rows.append({"reference set": "per-position code marginals (known bad), mean over seeds",
+                       **{k: f"{np.mean([kb[k] for kb in ev['known_bad']]):.3f}" for k in ("fid", "precision",
+                                                                                            "recall")}})
+    sampler_rows = [{"metric": k, **{smp: ", ".join(f"{x:.3f}" for x in v["per_seed"][k]) for smp, v in vm.items()}}
+                    for k in per_seed]
+    ranking = last.assign(arm=[arm_label(m, smp) for m, smp in zip(last.method, last.sampler, strict=True)]
+                          ).groupby("arm").fid.mean().sort_values()
+    metrics = {"per_seed": per_seed,
+               "by_sampler": {smp: v["per_seed"] for smp, v in vm.items()},
+               "targets": vm[rc.verdict_sampler]["targets"], "reach": {smp: v["reach"] for smp, v in vm.items()},
+               "final": {arm_label(m, smp): {k: at(last, m, smp, k) for k in ("fid", "precision", "recall")}
+                         for m, smp in arms},
+               "floors": ev["floors"], "known_bad": ev["known_bad"], "tokenizer": tok["reconstruction"],
                "classifier_test_accuracy": clf["test_accuracy"], "verdict": claim.verdict}
+    gate_check = next(c for c in cfg.verdict.checks if c.name in rc.gates)
+    gate_outcome = next(o for o in claim.checks if o.name == gate_check.name)
     write_report(paths, claim, metrics, timings, ev=ev, tok=tok, clf=clf, rec=tok["reconstruction"],
-                 model=ev["model"], methods=methods, n_seeds=n_seeds, final=final, factor=factor,
+                 model=ev["model"], methods=methods, n_seeds=n_seeds, final=final, rc=rc,
                  n_train_steps=int(log.groupby(["method", "seed_index"]).step.max().max()),
-                 targets=vm["targets"], never=vm["never"], ranking=ranking.to_dict(), floor_rows=floor_rows,
-                 final_rows=final_rows, curve_rows=curve_rows, pair_rows=pair_rows, temp_rows=temp_rows)
+                 never=vm[rc.verdict_sampler]["never"], ranking=ranking.to_dict(), floor_rows=floor_rows,
+                 final_rows=final_rows, curve_rows=curve_rows, speed_rows=speed_rows(vm, rc.verdict_sampler),
+                 temp_rows=temp_rows, sampler_rows=sampler_rows,
+                 other_sampler=next(iter(set(vm) - {rc.verdict_sampler})),
+                 power_rows=seeds_to_decide(claim, thresholds), first_rule=FIRST_RULE, pilot=PILOT,
+                 every=ev["checkpoints"][1] - ev["checkpoints"][0] if len(ev["checkpoints"]) > 1 else final,
+                 loss_rows=loss_rows(log),
+                 gate_values=[f"{v:.3f}" for v in per_seed[gate_check.metric]], gate_threshold=gate_check.threshold,
+                 gate_holds=gate_outcome.status == "holds")
     return {"verdict": claim.verdict}
 
 

@@ -14,6 +14,7 @@ from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
 from stages.purrception.config import PAPER, TrainConfig, load_train
 from stages.purrception.expectations import train_log_suite
@@ -38,6 +39,7 @@ class FlowModule(lightning.LightningModule):
         self.register_buffer("codebook", codebook)
         self.losses: list[float] = []
         self.snapshots: dict[int, dict[str, torch.Tensor]] = {}
+        self.keep = set(cfg.checkpoints)
 
     def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
         loss = training_loss(self.model, batch[0], self.codebook, self.cfg.t_eps, self.cfg.z_loss_weight)
@@ -45,7 +47,7 @@ class FlowModule(lightning.LightningModule):
         return loss
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
-        if self.global_step in self.cfg.checkpoints:
+        if self.global_step in self.keep:
             self.snapshots[self.global_step] = {k: v.detach().clone() for k, v in self.model.state_dict().items()}
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -59,12 +61,14 @@ def run_seed(ctx_seed: int, method: str, s: int) -> int:
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every (method, seed) for the same number of steps; write checkpoints and loss curves."""
+    cap_threads(cfg.max_threads)
     tok = read_json(Path(paths.tokenizer) / "manifest.json")
     seq_len = tok["grid"] ** 2
     codebook, scale = flow_codebook(paths.tokenizer)
     codes = read_codes(paths.codes, tok["codebook_size"], seq_len)
     shape = {"codebook_size": tok["codebook_size"], "code_dim": tok["code_dim"], "seq_len": seq_len,
              "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads}
+    n_params = {m: sum(p.numel() for p in build_flow_model(shape, m).parameters()) for m in cfg.methods}
     logs = []
     with atomic_dir(paths.generators) as folder:
         for method in cfg.methods:
@@ -82,11 +86,12 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 logs.append(pd.DataFrame({"method": method, "seed_index": s,
                                           "step": range(1, len(module.losses) + 1), "loss": module.losses}))
         write_json({**shape, "methods": list(cfg.methods), "n_seeds": cfg.n_seeds, "checkpoints": cfg.checkpoints,
-                    "codebook_scale": scale}, folder / "manifest.json")
+                    "codebook_scale": scale, "n_params": n_params}, folder / "manifest.json")
     log = pd.concat(logs, ignore_index=True)
     validate_table(log, f"{PAPER}.train_log", train_log_suite(list(cfg.methods), len(log)))
     write_parquet(log, paths.train_log)
-    return {"runs": len(logs), "final_loss": log.groupby(["method", "seed_index"]).loss.last().to_dict()}
+    final_loss = log.groupby(["method", "seed_index"]).loss.last().to_dict()
+    return {"runs": len(logs), "n_params": n_params, "final_loss": final_loss}
 
 
 main = Step(PAPER, "train", run, load_train, Paths)

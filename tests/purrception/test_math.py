@@ -1,9 +1,11 @@
 """The paper's equations and the metrics against hand-computed values."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
+from stages.purrception.evaluate import marginal_codes
 from stages.purrception.flow_matching import (
     FlowTransformer,
     interpolate,
@@ -11,12 +13,13 @@ from stages.purrception.flow_matching import (
     posterior_mean,
     purrception_loss,
     sample_codes,
+    sample_posterior_code,
     time_grid,
     velocity_from_endpoint,
     z_loss,
 )
 from stages.purrception.metrics import frechet_distance, precision_recall
-from stages.purrception.report import steps_to_target
+from stages.purrception.report import loss_rows, pick_columns, speedup, steps_to_target
 from stages.purrception.vq import VQVAE, codebook_perplexity, nearest_code
 
 
@@ -81,10 +84,66 @@ def test_the_quantiser_maps_each_codebook_vector_to_its_own_index():
 def test_samplers_return_valid_codes_for_every_method():
     codebook = torch.randn(7, 3)
     for method in ("purrception", "cfm_velocity", "cfm_endpoint", "discrete_fm"):
-        net = FlowTransformer(method, 7, 3, 5, 8, 1, 2).eval()
-        codes = sample_codes(net, codebook, 6, 4, 0.001, 1.0, torch.Generator().manual_seed(0))
-        assert codes.shape == (6, 5) and codes.dtype == torch.long
-        assert codes.min() >= 0 and codes.max() < 7
+        for stochastic in (False, True):
+            net = FlowTransformer(method, 7, 3, 5, 8, 1, 2).eval()
+            codes = sample_codes(net, codebook, 6, 4, 0.001, 1.0, torch.Generator().manual_seed(0), stochastic)
+            assert codes.shape == (6, 5) and codes.dtype == torch.long
+            assert codes.min() >= 0 and codes.max() < 7
+
+
+def test_posterior_draw_follows_the_tempered_categorical():
+    one_hot = torch.tensor([[[-1e4, 0.0, -1e4]]]).expand(4, 5, 3)
+    assert (sample_posterior_code(one_hot, 1.0, torch.Generator().manual_seed(0)) == 1).all()
+    logits = torch.tensor([0.0, np.log(3.0)]).expand(20000, 2)  # p = (1/4, 3/4) at τ = 1
+    draws = sample_posterior_code(logits, 1.0, torch.Generator().manual_seed(0)).float()
+    assert draws.mean().item() == pytest.approx(0.75, abs=0.01)
+    # τ = 2 flattens to softmax(logits/2): p(1) = √3/(1 + √3) ≈ 0.634
+    draws = sample_posterior_code(logits, 2.0, torch.Generator().manual_seed(0)).float()
+    assert draws.mean().item() == pytest.approx(np.sqrt(3) / (1 + np.sqrt(3)), abs=0.01)
+
+
+class _Confident(torch.nn.Module):
+    """A stand-in network whose posterior puts (almost) all mass on code ``k`` everywhere."""
+
+    def __init__(self, k: int, n_codes: int, seq_len: int, confidence: float) -> None:
+        super().__init__()
+        self.method, self.k, self.n_codes, self.confidence = "purrception", k, n_codes, confidence
+        self.pos = torch.nn.Parameter(torch.zeros(seq_len, 2))
+
+    def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        logits = torch.zeros(*x.shape[:2], self.n_codes)
+        logits[..., self.k] = self.confidence
+        return logits
+
+
+def test_both_purrception_samplers_land_on_a_certain_code_and_differ_when_uncertain():
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 1.0], [-1.0, -1.0]])
+    sure = _Confident(2, 3, 4, 50.0)
+    for stochastic in (False, True):
+        assert (sample_codes(sure, codebook, 8, 5, 0.001, 1.0, torch.Generator().manual_seed(0), stochastic)
+                == 2).all()
+    unsure = _Confident(2, 3, 4, 0.5)  # p(2) = e^0.5 / (2 + e^0.5) ≈ 0.45
+    det = sample_codes(unsure, codebook, 500, 5, 0.001, 1.0, torch.Generator().manual_seed(0), False)
+    sto = sample_codes(unsure, codebook, 500, 5, 0.001, 1.0, torch.Generator().manual_seed(0), True)
+    assert (det == 2).all()  # argmax of the same posterior
+    frac = (sto == 2).float().mean().item()
+    assert frac == pytest.approx(np.exp(0.5) / (2 + np.exp(0.5)), abs=0.06)
+
+
+def test_marginal_codes_follow_each_positions_frequency():
+    train = torch.tensor([[0, 3], [0, 3], [1, 3], [1, 2]])  # position 0: codes 0/1 half each; position 1: 3 w.p. 3/4
+    draws = marginal_codes(train, 4, 8000, 0)
+    assert draws.shape == (8000, 2)
+    assert set(draws[:, 0].tolist()) == {0, 1}
+    assert (draws[:, 0] == 0).float().mean().item() == pytest.approx(0.5, abs=0.02)
+    assert (draws[:, 1] == 3).float().mean().item() == pytest.approx(0.75, abs=0.02)
+    assert set(draws[:, 1].tolist()) == {2, 3}
+
+
+def test_speedup_and_checkpoint_columns():
+    assert speedup(800, 400) == 2.0 and speedup(300, 600) == 0.5
+    assert pick_columns(list(range(100, 2001, 100)), 8)[-1] == 2000
+    assert pick_columns([2, 4], 8) == [2, 4]
 
 
 def test_frechet_distance_is_zero_on_itself_and_grows_with_a_shift():
@@ -110,3 +169,10 @@ def test_discrete_sampler_leaves_no_mask_token_whatever_the_rounding():
     for n_steps in (3, 4, 7, 50):
         codes = sample_codes(net, torch.randn(5, 2), 64, n_steps, 0.001, 1.0, torch.Generator().manual_seed(1))
         assert codes.max() < 5
+
+
+def test_loss_rows_give_the_last_window_and_its_change():
+    log = pd.DataFrame({"method": "m", "seed_index": 0, "step": range(1, 11), "loss": [9, 9, 9, 9, 8, 7, 6, 5, 4, 3]})
+    (row,) = loss_rows(log, window=2, span=5)
+    assert row["loss, last 2 steps"] == "3.500"  # steps 9 and 10
+    assert row["change over the last 5 steps"] == "-5.000"  # steps 4 and 5 averaged 8.5

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError
@@ -42,16 +43,32 @@ def test_train_keeps_every_checkpoint_of_every_method_and_seed(smoke_repo):
     assert log.groupby(["method", "seed_index"]).step.max().eq(cfg.trainer.max_steps).all()
 
 
-def test_evaluate_scores_every_checkpoint_and_the_temperatures(smoke_repo):
+def test_evaluate_scores_every_checkpoint_both_purrception_samplers_and_the_temperatures(smoke_repo):
     paths = smoke_repo.paths(f"{PAPER}-evaluate")
     tc, ec = smoke_repo.config(f"{PAPER}-train"), smoke_repo.config(f"{PAPER}-evaluate").evaluate
     curves = read_parquet(paths.fid_curves)
     tau1 = curves[curves.temperature == 1.0]
-    assert len(tau1) == len(tc.methods) * tc.n_seeds * len(tc.checkpoints)
+    n_arms = len(tc.methods) + 1  # Purrception twice: stochastic and deterministic
+    assert len(tau1) == n_arms * tc.n_seeds * len(tc.checkpoints)
+    assert set(tau1[tau1.method == "purrception"].sampler) == {"stochastic", "deterministic"}
+    assert set(tau1[tau1.method == "discrete_fm"].sampler) == {"stochastic"}
     others = curves[curves.temperature != 1.0]
-    assert set(others.method) == {"purrception"} and len(others) == tc.n_seeds * (len(ec.temperatures) - 1)
+    assert set(others.method) == {"purrception"} and len(others) == 2 * tc.n_seeds * (len(ec.temperatures) - 1)
     assert (curves.fid >= 0).all() and curves.precision.between(0, 1).all()
-    assert np.load(paths.samples).shape[:2] == (2 + len(tc.methods), ec.grid_samples)
+    assert np.load(paths.samples).shape[:2] == (2 + n_arms, ec.grid_samples)
+    ev = read_json(paths.evaluation)
+    assert len(ev["known_bad"]) == tc.n_seeds and all(kb["fid"] > 0 for kb in ev["known_bad"])
+
+
+def test_the_feature_net_loads_from_its_folder_and_embeds(smoke_repo):
+    from stages.purrception.io import load_feature_net
+
+    folder = smoke_repo.paths(f"{PAPER}-classifier").classifier
+    cfg = smoke_repo.config(f"{PAPER}-classifier")
+    net = load_feature_net(folder)
+    size = read_json(folder / "manifest.json")["image_size"]
+    images = torch.rand(5, size, size)
+    assert net.embed(images).shape == (5, cfg.feature_dim) and not net.training
 
 
 def test_report_writes_claim_and_plots(smoke_repo):
@@ -62,8 +79,10 @@ def test_report_writes_claim_and_plots(smoke_repo):
                                                        "training_loss.png"}
     text = paths.report.read_text()
     assert f"**Verdict: {claim.verdict}**" in text
-    assert set(read_json(paths.metrics)["per_seed"]) == {"steps_saved_vs_continuous", "steps_saved_vs_discrete",
-                                                         "final_fid_ratio"}
+    metrics = read_json(paths.metrics)
+    assert set(metrics["per_seed"]) == set(config.METRICS)
+    assert set(metrics["by_sampler"]) == {"stochastic", "deterministic"}
+    assert "## Rule history" in text and "## Confounds" in text
     # counts in the prose come from the run, not from the default profile
     cfg = smoke_repo.config(f"{PAPER}-train")
     assert (f"trained from scratch for {cfg.trainer.max_steps} steps under each of {len(cfg.methods)} objectives × "
@@ -81,9 +100,15 @@ def test_corrupt_codes_fail_validation_naming_the_column(smoke_repo, tmp_path):
 
 
 def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
-    params = write_params(tmp_path, **{"purrception.train.checkpoints": [3, 2]})
-    with pytest.raises(ConfigError, match=r"purrception\.train.*checkpoints"):
+    params = write_params(tmp_path, **{"purrception.train.checkpoint_every": 3})
+    with pytest.raises(ConfigError, match=r"purrception\.train.*checkpoint_every"):
         config.load_train(params)
+    params = write_params(tmp_path, **{"purrception.report.gates": ["no such check"]})
+    with pytest.raises(ConfigError, match=r"purrception\.report\.gates"):
+        config.load_report(params)
+    params = write_params(tmp_path, **{"purrception.report.verdict_sampler": "greedy"})
+    with pytest.raises(ConfigError, match=r"purrception\.report.*verdict_sampler"):
+        config.load_report(params)
     params = write_params(tmp_path, **{"purrception.evaluate.temperatures": [0.5, -1.0, 1.0]})
     with pytest.raises(ConfigError, match=r"purrception\.evaluate"):
         config.load_evaluate(params)
