@@ -118,11 +118,13 @@ class ReportConfig(Section):
 
 
 class ReportInputs(Section):
-    """The report reads the verdict rule, its own section and the reliability threshold."""
+    """The report reads the verdict rule, its own section, the reliability threshold and the budget per attempt."""
 
     verdict: VerdictRule
     report: ReportConfig
     min_passing: int
+    token_budget: int
+    max_runs: int
 
 
 def load_data(params: Path) -> DataConfig:
@@ -139,7 +141,7 @@ def load_synthesize(params: Path) -> SynthesizeInputs:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``refinestat.verdict``, ``refinestat.report`` and the reliability threshold."""
+    """``refinestat.verdict``, ``refinestat.report``, the reliability threshold and the budget per attempt."""
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
     report = load_section(ReportConfig, f"{PAPER}.report", params)
     names = {c.name for c in verdict.checks}
@@ -149,4 +151,6 @@ def load_report(params: Path) -> ReportInputs:
     if set(report.gates) == names:
         raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
     min_passing = load_section(ReliabilityConfig, f"{PAPER}.reliability", params).min_passing
-    return ReportInputs(verdict=verdict, report=report, min_passing=min_passing)
+    generate = load_section(GenerateConfig, f"{PAPER}.generate", params)
+    return ReportInputs(verdict=verdict, report=report, min_passing=min_passing, token_budget=generate.token_budget,
+                        max_runs=generate.max_runs)

@@ -187,6 +187,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
                  n_runs=len(outcomes), tasks=sorted(set(programs.task)), examples=examples,
                  n_attempts=int(ok.groupby(["seed_index", "task", "arm"]).size().max()),
+                 token_budget=cfg.token_budget, max_runs=cfg.max_runs,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
