@@ -126,6 +126,12 @@ def predictive_rows(programs: pd.DataFrame, n_seeds: int) -> list[dict[str, Any]
     return rows
 
 
+def error_kinds(part: pd.DataFrame) -> dict[str, int]:
+    """How the returned programs that did not run failed: the exception class of each, counted."""
+    kinds = part.error.str.extract(r"^(\w+Error)")[0].fillna("other")
+    return {str(k): int(v) for k, v in kinds.value_counts().sort_index().items()}
+
+
 def plot_run_rates(programs: pd.DataFrame, path: Path) -> None:
     """Run rate per method and task, seeds as points."""
     tasks = sorted(set(programs.task))
@@ -161,7 +167,8 @@ def plot_reliability(versions: pd.DataFrame, path: Path) -> None:
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict and write the report."""
     programs = read_parquet(paths.programs, columns=["seed_index", "task", "arm", "attempt", "runnable", "score",
-                                                     "predictive", "tokens", "first_runnable"])
+                                                     "predictive", "tokens", "first_runnable", "resampled",
+                                                     "n_versions", "error"])
     validate_table(programs, f"{PAPER}.programs", programs_suite(len(programs)))
     versions = read_parquet(paths.versions, columns=["seed_index", "task", "arm", "attempt", "version", "score"])
     validate_table(versions, f"{PAPER}.versions", versions_suite(len(versions)))
@@ -179,6 +186,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 if not versions.empty else versions)
     examples = {m: next(iter(ok[(ok.arm == m) & ok.runnable].sort_values(["seed_index", "task", "attempt"])
                              .program), "") for m in METHODS}
+    drafts = {m: {"tokens": float(ok[ok.arm == m].tokens.mean()), "resampled": float(ok[ok.arm == m].resampled.mean()),
+                  "complete": float((ok[ok.arm == m].n_versions > 0).mean()),
+                  "runs": float(ok[ok.arm == m].n_versions.mean())} for m in METHODS if (ok.arm == m).any()}
     metrics = {"per_seed": per_seed, "verdict": claim.verdict,
                "run_rate": {m: float(ok[ok.arm == m].runnable.mean()) for m in METHODS if (ok.arm == m).any()},
                "tokens_per_attempt": {m: float(ok[ok.arm == m].tokens.mean()) for m in METHODS if (ok.arm == m).any()}}
@@ -187,7 +197,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
                  n_runs=len(outcomes), tasks=sorted(set(programs.task)), examples=examples,
                  n_attempts=int(ok.groupby(["seed_index", "task", "arm"]).size().max()),
-                 token_budget=cfg.token_budget, max_runs=cfg.max_runs,
+                 token_budget=cfg.token_budget, max_runs=cfg.max_runs, drafts=drafts,
+                 any_runnable=bool(ok.runnable.any()),
+                 baseline_errors=error_kinds(ok[ok.arm.isin(["unconstrained", "syntax"]) & ~ok.runnable]),
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
