@@ -1,0 +1,211 @@
+"""Step ``report``: run rates, reliability, predictive density against the expert, the verdict, report.md."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from stages.core.gates import gated_verdict, seeds_to_decide
+from stages.core.gx import validate_table
+from stages.core.io import read_parquet
+from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.stage import StageContext, Step, inp
+from stages.refinestat.config import METHODS, PAPER, ReportInputs, load_report
+from stages.refinestat.expectations import programs_suite, versions_suite
+from stages.refinestat.tasks import TASKS
+
+TIMED_STEPS = ("data", "synthesize")
+CARD = PaperCard(
+    paper=PAPER,
+    title=("RefineStat: efficient exploration for probabilistic program synthesis with semantic constraints and "
+           "diagnostic-aware refinement (ICLR 2026; abstract in ../shared/seeds/iclr2026-abstracts.txt, issue 25)"),
+    claim=("With a small language model, constraining each generated statement to be semantically valid and "
+           "refining programs whose MCMC diagnostics fail yields far more valid, runnable probabilistic programs "
+           "than unconstrained or syntax-only decoding, and programs whose predictive density is close to expert "
+           "programs on most data sets."),
+    paper_result=("Run rate 0.50 for RefineStat against 0.11 (unconstrained) and 0.21 (syntax-only) at T = 0.3 with "
+                  "small LMs; ELPD close to expert programs on most data sets (e.g. Eight Schools), with a clear loss "
+                  "on some (Dugongs)."),
+)
+
+
+@dataclass(frozen=True)
+class Paths(ReportPaths):
+    programs: Path = inp("returned program per (seed, task, arm, attempt) with its diagnostics")
+    versions: Path = inp("every sandbox run")
+
+
+def returned_program(part: pd.DataFrame) -> pd.Series | None:
+    """The program a method returns for a task: its most reliable runnable attempt (ties: the earliest).
+
+    Selection never reads the predictive score, so the score compared with the expert is not biased by it."""
+    ok = part[part.runnable].sort_values("attempt")
+    if ok.empty:
+        return None
+    return ok.iloc[int(np.argmax(ok.score.to_numpy()))]
+
+
+def _value(x: Any) -> float:
+    return math.nan if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> dict[str, list[float | None]]:
+    """Per-seed verdict metrics: gates (experts reliable, expert vs mis-specified separation, tasks where some
+    method runs) and claims (run-rate margins, RefineStat's predictive density within tolerance of the expert)."""
+    out: dict[str, list[float | None]] = {k: [] for k in (
+        "run_rate_unconstrained", "run_rate_syntax", "run_rate_refinestat", "run_rate_refinestat_minus_unconstrained",
+        "run_rate_refinestat_minus_syntax", "expert_reliability_min", "reliability_separation_min",
+        "conclusive_tasks", "heldout_within_tolerance_fraction")}
+    for s in range(n_seeds):
+        p = programs[programs.seed_index == s]
+        rates = {m: float(p[p.arm == m].runnable.mean()) if (p.arm == m).any() else math.nan for m in METHODS}
+        for m in METHODS:
+            out[f"run_rate_{m}"].append(rates[m])
+        out["run_rate_refinestat_minus_unconstrained"].append(rates["refinestat"] - rates["unconstrained"])
+        out["run_rate_refinestat_minus_syntax"].append(rates["refinestat"] - rates["syntax"])
+        tasks = sorted(set(p.task))
+        expert = {t: p[(p.task == t) & (p.arm == "expert")].iloc[0] for t in tasks}
+        control = {t: p[(p.task == t) & (p.arm == "misspecified")].iloc[0] for t in tasks}
+        out["expert_reliability_min"].append(float(min(expert[t].score for t in tasks)))
+        out["reliability_separation_min"].append(float(min(expert[t].score - control[t].score for t in tasks)))
+        conclusive = [t for t in tasks if p[(p.task == t) & p.arm.isin(METHODS)].runnable.any()]
+        out["conclusive_tasks"].append(len(conclusive) / len(tasks))
+        within = []
+        for t in conclusive:
+            chosen = returned_program(p[(p.task == t) & (p.arm == "refinestat")])
+            gap = math.nan if chosen is None else _value(chosen.predictive) - _value(expert[t].predictive)
+            within.append(bool(np.isfinite(gap) and gap >= -tolerance))
+        out["heldout_within_tolerance_fraction"].append(float(np.mean(within)) if within else math.nan)
+    return out
+
+
+def method_rows(programs: pd.DataFrame, n_seeds: int, min_passing: int) -> list[dict[str, Any]]:
+    """Per method and task: run rate, first-draft run rate, reliable share, tokens, resamples (mean ± std, seeds)."""
+    rows = []
+    for task in sorted(set(programs.task)):
+        for m in METHODS:
+            part = programs[(programs.task == task) & (programs.arm == m)]
+            if part.empty:
+                continue
+            by = part.groupby("seed_index")
+
+            def per_seed(fn: Any, by: Any = by) -> list[float]:
+                return [float(fn(g)) for _, g in by]
+
+            reliable = mean_std(per_seed(lambda g: (g.score >= min_passing).mean()), 2)
+            rows.append({"task": task, "method": m, "run rate": mean_std(per_seed(lambda g: g.runnable.mean()), 2),
+                         "first draft runs": mean_std(per_seed(lambda g: g.first_runnable.mean()), 2),
+                         f"reliable (>= {min_passing}/7)": reliable,
+                         "tokens / attempt": mean_std(per_seed(lambda g: g.tokens.mean()), 0),
+                         "resampled lines / attempt": mean_std(per_seed(lambda g: g.resampled.mean()), 1),
+                         "sandbox runs / attempt": mean_std(per_seed(lambda g: g.n_versions.mean()), 1)})
+    return rows
+
+
+def predictive_rows(programs: pd.DataFrame, n_seeds: int) -> list[dict[str, Any]]:
+    """Per task and seed: the predictive score per point of each method's returned program and of the expert."""
+    rows = []
+    for task in sorted(set(programs.task)):
+        for s in range(n_seeds):
+            p = programs[(programs.task == task) & (programs.seed_index == s)]
+            if p.empty:
+                continue
+            row: dict[str, Any] = {"task": task, "seed": s,
+                                   "score": "held-out lpd / point" if TASKS[task].exchangeable else "ELPD-LOO / point"}
+            for arm in ("expert", "misspecified", *METHODS):
+                chosen = (p[p.arm == arm].iloc[0] if arm in ("expert", "misspecified")
+                          else returned_program(p[p.arm == arm]))
+                missing = chosen is None or chosen.predictive is None or not np.isfinite(chosen.predictive)
+                row[arm] = "–" if missing else f"{chosen.predictive:.3f} ({int(chosen.score)}/7)"
+            rows.append(row)
+    return rows
+
+
+def error_kinds(part: pd.DataFrame) -> dict[str, int]:
+    """How the returned programs that did not run failed: the exception class of each, counted."""
+    kinds = part.error.str.extract(r"^(\w+Error)")[0].fillna("other")
+    return {str(k): int(v) for k, v in kinds.value_counts().sort_index().items()}
+
+
+def plot_run_rates(programs: pd.DataFrame, path: Path) -> None:
+    """Run rate per method and task, seeds as points."""
+    tasks = sorted(set(programs.task))
+    with figure(path, figsize=(6.4, 3.8)) as (_, ax):
+        width = 0.8 / len(METHODS)
+        for j, m in enumerate(METHODS):
+            for i, t in enumerate(tasks):
+                r = programs[(programs.task == t) & (programs.arm == m)].groupby("seed_index").runnable.mean()
+                x = i + (j - (len(METHODS) - 1) / 2) * width
+                ax.bar(x, r.mean() if len(r) else 0, width, color=f"C{j}", label=m if i == 0 else None, alpha=0.7)
+                ax.scatter([x] * len(r), r, color="k", s=8)
+        ax.set_xticks(range(len(tasks)), tasks)
+        ax.set_ylabel("run rate (runnable attempts)")
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=8)
+
+
+def plot_reliability(versions: pd.DataFrame, path: Path) -> None:
+    """Distribution of the reliability score of every sandbox run, per arm (-1: did not run)."""
+    arms = [a for a in ("expert", "misspecified", *METHODS) if (versions.arm == a).any()]
+    with figure(path, figsize=(6.4, 3.8)) as (_, ax):
+        bins = np.arange(-1.5, 8.5, 1.0)
+        width = 0.8 / len(arms)
+        for j, a in enumerate(arms):
+            counts, _ = np.histogram(versions[versions.arm == a].score, bins=bins)
+            share = counts / max(1, counts.sum())
+            ax.bar(bins[:-1] + 0.5 + (j - (len(arms) - 1) / 2) * width, share, width, label=a, color=f"C{j}")
+        ax.set_xlabel("reliability score (checks passed of 7; -1 = did not run)")
+        ax.set_ylabel("share of sandbox runs")
+        ax.legend(fontsize=8)
+
+
+def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Compute the verdict and write the report."""
+    programs = read_parquet(paths.programs, columns=["seed_index", "task", "arm", "attempt", "runnable", "score",
+                                                     "predictive", "tokens", "first_runnable", "resampled",
+                                                     "n_versions", "error"])
+    validate_table(programs, f"{PAPER}.programs", programs_suite(len(programs)))
+    versions = read_parquet(paths.versions, columns=["seed_index", "task", "arm", "attempt", "version", "score"])
+    validate_table(versions, f"{PAPER}.versions", versions_suite(len(versions)))
+    n_seeds = int(programs.seed_index.max()) + 1
+    timings = read_timings(paths.timings, TIMED_STEPS)
+    tol = cfg.report.heldout_tolerance
+    per_seed = verdict_metrics(programs, n_seeds, tol)
+    claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
+                                       timings=timings), cfg.report.gates)
+    paths.plots.mkdir(parents=True, exist_ok=True)
+    plot_run_rates(programs, paths.plots / "run_rates.png")
+    plot_reliability(versions, paths.plots / "reliability.png")
+    ok = programs[programs.arm.isin(METHODS)]
+    outcomes = (versions[versions.arm.isin(METHODS)].merge(programs[["seed_index", "task", "arm", "attempt"]])
+                if not versions.empty else versions)
+    examples = {m: next(iter(ok[(ok.arm == m) & ok.runnable].sort_values(["seed_index", "task", "attempt"])
+                             .program), "") for m in METHODS}
+    drafts = {m: {"tokens": float(ok[ok.arm == m].tokens.mean()), "resampled": float(ok[ok.arm == m].resampled.mean()),
+                  "complete": float((ok[ok.arm == m].n_versions > 0).mean()),
+                  "runs": float(ok[ok.arm == m].n_versions.mean())} for m in METHODS if (ok.arm == m).any()}
+    metrics = {"per_seed": per_seed, "verdict": claim.verdict,
+               "run_rate": {m: float(ok[ok.arm == m].runnable.mean()) for m in METHODS if (ok.arm == m).any()},
+               "tokens_per_attempt": {m: float(ok[ok.arm == m].tokens.mean()) for m in METHODS if (ok.arm == m).any()}}
+    write_report(paths, claim, metrics, timings, n_seeds=n_seeds, tol=tol, min_passing=cfg.min_passing,
+                 per_seed=per_seed, method_rows=method_rows(programs, n_seeds, cfg.min_passing),
+                 predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
+                 n_runs=len(outcomes), tasks=sorted(set(programs.task)), examples=examples,
+                 n_attempts=int(ok.groupby(["seed_index", "task", "arm"]).size().max()),
+                 token_budget=cfg.token_budget, max_runs=cfg.max_runs, drafts=drafts,
+                 any_runnable=bool(ok.runnable.any()),
+                 baseline_errors=error_kinds(ok[ok.arm.isin(["unconstrained", "syntax"]) & ~ok.runnable]),
+                 power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
+    return {"verdict": claim.verdict}
+
+
+main = Step(PAPER, "report", run, load_report, Paths)
+
+
+if __name__ == "__main__":
+    main()

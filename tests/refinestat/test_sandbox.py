@@ -1,0 +1,33 @@
+"""The persistent PyMC worker: a program that loops forever and one that allocates past the memory limit are
+killed and recorded, and the next program runs in a fresh worker."""
+
+from stages.core.sandbox import Limits
+from stages.refinestat.ppl_sandbox import ROOT, PplSandbox
+
+DATA = {"y": [0.5, -0.1, 0.3, 0.9]}
+OK = ['m = pm.Normal("m", mu=0, sigma=1)', 'y_obs = pm.Normal("y_obs", mu=m, sigma=1, observed=y)']
+
+
+def request(program):
+    return {"program": program, "data": DATA, "heldout": {"y": [0.2, 0.4]}, "chains": 2, "draws": 60, "tune": 60,
+            "target_accept": 0.8, "seed": 1}
+
+
+def test_kills_a_loop_and_a_memory_hog_and_carries_on():
+    with PplSandbox(Limits(wall_s=20, memory_mb=1200), 900, ROOT / ".cache" / "pytensor") as sandbox:
+        first = sandbox.run(request(OK))
+        assert first["outcome"] == "ok" and first["heldout_lpd"] is not None
+        loop = sandbox.run(request(["while True:\n    pass"]))
+        assert loop["outcome"] == "timeout" and sandbox.restarts == 1
+        hog = sandbox.run(request(["blocks = [bytearray(b'x' * 2**20) for _ in range(4000)]"]))
+        assert hog["outcome"] == "memory" and sandbox.restarts == 2
+        error = sandbox.run(request(['m = pm.Gaussian("m", 0, 1)']))
+        assert error["outcome"] == "error" and "Gaussian" in error["error"]
+        after = sandbox.run(request(OK))
+        assert after["outcome"] == "ok" and sandbox.restarts == 2
+
+
+def test_printing_does_not_break_the_protocol():
+    with PplSandbox(Limits(wall_s=60, memory_mb=1500), 900, ROOT / ".cache" / "pytensor") as sandbox:
+        result = sandbox.run(request(['print("hello")', *OK]))
+        assert result["outcome"] == "ok"
