@@ -3,10 +3,11 @@
 The paper's claim, in our words: instance frequency is an incomplete proxy for what a detector lacks. A
 representation score per object group (class x size x position), RS = frequency term x (visual diversity of the
 group's ROI features + beta x context diversity), diagnoses under-represented groups; new layouts sampled with
-probability ∝ (RS + eps)^-tau and rendered through a precise visual blueprint narrow the gap of under-represented
-groups. The miniature: procedural 48 x 48 scenes of four shape classes with planted biases (a rare class, rare
-large objects, a rare position, and a frequent but low-diversity group), a small CenterNet-style detector trained
-here, COCO mAP per group with pycocotools, and four arms at one synthetic budget (none, reused layouts,
+probability ∝ (RS + eps)^-tau, in the paper rendered by a blueprint-conditioned generator, narrow the gap of
+under-represented groups. The miniature: procedural 48 x 48 scenes of four shape classes with planted biases (a rare
+class, rare large objects, a rare position, and a frequent but low-diversity group), a small CenterNet-style detector
+trained here, COCO mAP per group with pycocotools, and four arms at one synthetic budget (none, reused layouts,
 inverse-frequency layouts, RS-guided layouts), with synthetic images drawn by the procedural renderer (the upper
-bound of a layout-to-image generator; no generator is trained, so the generative alignment term is dropped).
+bound of a layout-to-image generator). No learned blueprint generator exists here, so the generative alignment term
+is dropped; the blueprint renderer (``scenes.blueprint``) is tested but no arm uses it.
 """

@@ -58,6 +58,9 @@ class DataConfig(Section):
             p = getattr(self, name)
             if any(v < 0 for v in p) or abs(sum(p) - 1) > 1e-6:
                 raise ValueError(f"{name} must be non-negative and sum to 1, got {p}")
+        if self.low_diversity_class == self.rare_class:
+            raise ValueError(f"low_diversity_class: must differ from rare_class ({self.rare_class!r}); a frequent but "
+                             "low-diversity group cannot be of the rare class")
         if self.n_position_bins < 2 and self.rare_position_prob not in (0.0, 1.0):
             raise ValueError("a rare position needs at least two position bins")
         return self
@@ -114,18 +117,48 @@ class TrainInputs(Section):
     data: DataConfig
 
 
+class PilotRecord(Section):
+    """The pilot that sized the default and fixed the verdict rule (validation scenes of a separate data set); the
+    report quotes it, nothing reads it as a knob."""
+
+    seed: int
+    max_steps: int = Field(ge=1)
+    batch_size: int = Field(ge=1)
+    val_map: dict[str, float]
+    val_low_diversity: dict[str, float]
+    val_under_represented: dict[str, float]
+    val_unplanted_none: float
+    val_large_none: float
+    lowdiv_rank_rs: float
+    minutes_baseline: float = Field(gt=0)
+    minutes_three_arms: float = Field(gt=0)
+
+
+class ProvisionalRule(Section):
+    """A rule committed before the pilot and replaced before any default result (the report's Rule history)."""
+
+    commit: str = Field(min_length=7)
+    gates: list[str] = Field(min_length=1)
+    verdict: VerdictRule
+
+
 class ReportInputs(Section):
-    """The report: the verdict rule, its gates, the scene bins and plants (to name the groups), the arms' params."""
+    """The report: the verdict rule, its gates, the scene bins and plants (to name the groups), the arms' params,
+    the pilot record and the provisional rule."""
 
     verdict: VerdictRule
     gates: list[str] = Field(min_length=1)
     data: DataConfig
     detector: DetectorConfig
     augment: AugmentConfig
+    pilot: PilotRecord
+    provisional_rule: ProvisionalRule
 
 
 class _Report(Section):
     gates: list[str] = Field(min_length=1)
+    pilot: PilotRecord
+    provisional_rule: ProvisionalRule
 
 
 def load_data(params: Path) -> DataConfig:
@@ -147,7 +180,11 @@ def load_train(params: Path) -> TrainInputs:
 def load_report(params: Path) -> ReportInputs:
     """``detection_debias.verdict``, ``.report.gates``, ``.data``, ``.detector`` and ``.augment``."""
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
+    report = load_section(_Report, f"{PAPER}.report", params)
+    gates = report.gates
+    old = report.provisional_rule
+    if [g for g in old.gates if g not in {c.name for c in old.verdict.checks}]:
+        raise ConfigError(f"{PAPER}.report.provisional_rule.gates: must be checks of its verdict")
     names = {c.name for c in verdict.checks}
     missing = [g for g in gates if g not in names]
     if missing:
@@ -156,4 +193,5 @@ def load_report(params: Path) -> ReportInputs:
         raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
     return ReportInputs(verdict=verdict, gates=gates, data=load_data(params),
                         detector=load_section(DetectorConfig, f"{PAPER}.detector", params),
-                        augment=load_section(AugmentConfig, f"{PAPER}.augment", params))
+                        augment=load_section(AugmentConfig, f"{PAPER}.augment", params),
+                        pilot=report.pilot, provisional_rule=old)

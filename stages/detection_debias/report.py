@@ -17,7 +17,7 @@ from stages.core.stage import StageContext, Step, inp
 from stages.detection_debias.config import ARMS, PAPER, ReportInputs, load_report
 from stages.detection_debias.expectations import ap_suite
 from stages.detection_debias.families import families, family_map, overall_map
-from stages.detection_debias.io import read_groups
+from stages.detection_debias.io import read_groups, read_layouts, read_objects
 from stages.detection_debias.representation import percentile_rank
 
 TIMED_STEPS = ("data", "baseline", "train")
@@ -41,6 +41,8 @@ class Paths(ReportPaths):
     groups: Path = inp("per-group RS and sampler probabilities")
     baseline_log: Path = inp("baseline training losses")
     training: Path = inp("augmented arms' training losses")
+    objects: Path = inp("objects of every scene (test-set object counts per group)")
+    layouts: Path = inp("synthetic layouts per (seed, arm) (synthetic object counts)")
 
 
 def verdict_metrics(ap: pd.DataFrame, groups: pd.DataFrame, fam: dict[str, list[int]],
@@ -64,6 +66,81 @@ def verdict_metrics(ap: pd.DataFrame, groups: pd.DataFrame, fam: dict[str, list[
                                       - fm["inverse_frequency", "under_represented"]).tolist(),
         "rs_minus_invfreq_overall": (overall["rs"] - overall["inverse_frequency"]).tolist(),
         "rs_minus_none_underrep": (fm["rs", "under_represented"] - fm["none", "under_represented"]).tolist(),
+    }
+
+
+def t_interval(values: list[float], level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean of per-seed values (n - 1 degrees of freedom)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=float)
+    half = float(stats.t.ppf(0.5 + level / 2, len(v) - 1) * v.std(ddof=1) / np.sqrt(len(v)))
+    return float(v.mean()) - half, float(v.mean()) + half
+
+
+def power_with_t(rows: list[dict[str, Any]], per_seed: dict[str, list[float]],
+                 metric_of: dict[str, str]) -> list[dict[str, Any]]:
+    """The power table with each check's t-based 95% interval of its mean beside the normal-approximation count."""
+    out = []
+    for r in rows:
+        lo, hi = t_interval(per_seed[metric_of[r["check"]]])
+        out.append({**r, "t 95% interval of the mean": f"[{lo:.4f}, {hi:.4f}]"})
+    return out
+
+
+def rule_history(cfg: ReportInputs, per_seed: dict[str, list[float]], rank_rs: list[float], n_seeds: int,
+                 profile: str, timings: dict[str, float]) -> tuple[str, list[dict[str, str]]]:
+    """The provisional rule (before the pilot) applied to this run: its verdict and each check's status."""
+    old = cfg.provisional_rule
+    measured = {**per_seed, "rs_lowdiv_rank": rank_rs}
+    raw = decide_claim(CARD, old.verdict, measured, seeds=list(range(n_seeds)), profile=profile, timings=timings)
+    claim = gated_verdict(raw, old.gates)
+    return claim.verdict, [{"check": o.name, "rule": c.describe().split(": ", 1)[1], "status": o.status,
+                            "status without the gates": r.status,
+                            "per-seed values": ", ".join("n/a" if v is None else f"{v:.3f}" for v in o.values)}
+                           for o, r, c in zip(claim.checks, raw.checks, old.verdict.checks, strict=True)]
+
+
+def per_seed_text(values: list[float], spec: str = "+.3f") -> str:
+    """Per-seed values as one string, seeds separated by slashes."""
+    return "/".join(format(v, spec) for v in values)
+
+
+def confounds(ap: pd.DataFrame, groups: pd.DataFrame, objects: pd.DataFrame, layouts: pd.DataFrame,
+              fam: dict[str, list[int]], sizes: list[int], n_seeds: int) -> dict[str, Any]:
+    """Numbers behind the confounds: RS - inverse-frequency per family and the low-diversity groups' share of the
+    under-represented difference, synthetic object counts per arm, test objects per group, uniform sampling."""
+    def diff(members: list[int]) -> list[float]:
+        return (np.array(family_map(ap, members, "rs", "test", n_seeds))
+                - np.array(family_map(ap, members, "inverse_frequency", "test", n_seeds))).tolist()
+
+    n_groups = len(sizes)
+    under, low = fam["under_represented"], fam["low_diversity"]
+    rest = [g for g in under if g not in low]
+    share = (np.array(diff(low)) * len(low) / len(under)).tolist()
+    synth = layouts.groupby(["arm", "seed_index"]).size()
+    low_synth = layouts[layouts.group.isin(low)].groupby(["arm", "seed_index"]).size()
+    test = objects[objects.split == "test"].groupby("group").size().reindex(range(n_groups), fill_value=0)
+    others = [g for g in range(n_groups) if g not in fam["large"]]
+    arms = sorted(layouts.arm.unique())
+    diffs = {f: diff(fam[f]) for f in ("low_diversity", "rare_class", "rare_position", "large", "under_represented")}
+    under_mean = float(np.mean(diffs["under_represented"]))
+    return {
+        "not_improved": [f for f in ("rare_class", "rare_position", "large") if not all(v > 0 for v in diffs[f])],
+        "low_share_fraction": float(np.mean(share)) / under_mean if under_mean else float("nan"),
+        "d_vis_by_size": {name: float(groups[groups.group.isin([g for g in range(n_groups) if sizes[g] == k])]
+                                      .d_vis_norm.mean()) for k, name in enumerate(("small", "medium", "large"))},
+        "diff": {f: per_seed_text(diff(fam[f])) for f in ("low_diversity", "rare_class", "rare_position", "large",
+                                           "under_represented")},
+        "n_low": len(low), "n_under": len(under), "n_rest": len(rest),
+        "low_share": per_seed_text(share), "rest_diff": per_seed_text(diff(rest)),
+        "synth_objects": {a: [int(synth.get((a, s), 0)) for s in range(n_seeds)] for a in arms},
+        "synth_lowdiv": {a: [int(low_synth.get((a, s), 0)) for s in range(n_seeds)] for a in arms},
+        "test_large": [int(test[fam["large"]].min()), int(test[fam["large"]].max())],
+        "test_others": [int(test[others].min()), int(test[others].max())],
+        "p_uniform_low": len(low) / n_groups,
+        "p_invfreq_max_group": per_seed_text([float(groups[groups.seed_index == s].p_inverse_frequency.min())
+                                              for s in range(n_seeds)], ".4f"),
     }
 
 
@@ -149,6 +226,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     groups = read_groups(paths.groups, bins.n_groups)
     log, training = read_json(paths.baseline_log), read_json(paths.training)
     n_seeds = int(ap.seed_index.max()) + 1
+    objects, layouts = read_objects(paths.objects, bins), read_layouts(paths.layouts, bins, n_seeds)
     d = cfg.data
     fam = families(bins, d.rare_class, d.rare_position_class, d.low_diversity_class, d.low_diversity_size)
     names = {g: bins.name(g) for g in range(bins.n_groups)}
@@ -160,6 +238,16 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 for s in range(n_seeds)] for k in ("rs", "frequency")}
     p_low = {k: [float(groups[(groups.seed_index == s) & groups.group.isin(fam["low_diversity"])][k].sum())
                  for s in range(n_seeds)] for k in ("p_inverse_frequency", "p_rs")}
+    old_verdict, old_rows = rule_history(cfg, per_seed, rank["rs"], n_seeds, ctx.profile, timings)
+    conf = confounds(ap, groups, objects, layouts, fam, [bins.parts(g)[1] for g in range(bins.n_groups)], n_seeds)
+    g_mean = groups.groupby("group").mean(numeric_only=True)
+    medium = [g for g in range(bins.n_groups) if g in fam["low_diversity"] or bins.parts(g)[1] == bins.parts(
+        fam["low_diversity"][0])[1]] if fam["low_diversity"] else []
+    other_medium = [g for g in medium if g not in fam["low_diversity"]]
+    div = {k: {"low": float(g_mean.loc[fam["low_diversity"], k].mean()) if fam["low_diversity"] else float("nan"),
+               "other": float(g_mean.loc[other_medium, k].mean()) if other_medium else float("nan")}
+           for k in ("d_vis_norm", "d_ctx_norm")}
+    gate_margin = {c.name: float(np.mean(per_seed[c.metric])) - c.threshold for c in cfg.verdict.checks}
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_families(ap, fam, n_seeds, paths.plots / "family_map.png")
     plot_scores(groups, fam, paths.plots / "rs_vs_frequency.png")
@@ -174,7 +262,10 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  test_rows=results_table(ap, fam, "test", n_seeds), val_rows=results_table(ap, fam, "val", n_seeds),
                  group_rows=group_table(ap, groups, names, fam), rank=rank, p_low=p_low,
                  per_seed=per_seed, gates=cfg.gates, fam_test=fam_test,
-                 power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
+                 power_rows=power_with_t(seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}),
+                                         per_seed, {c.name: c.metric for c in cfg.verdict.checks}),
+                 old_verdict=old_verdict, old_rows=old_rows, old=cfg.provisional_rule, pilot=cfg.pilot, conf=conf,
+                 div=div, gate_margin=gate_margin, checks={c.name: c for c in cfg.verdict.checks})
     return {"verdict": claim.verdict}
 
 

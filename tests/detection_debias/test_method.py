@@ -156,3 +156,10 @@ def test_roi_and_context_features_split_the_map():
     assert roi[0] == pytest.approx(f[:, :2, :2].mean((1, 2)).numpy(), abs=1e-5)
     rest = (f.sum((1, 2)) - f[:, :2, :2].sum((1, 2))) / (144 - 4)
     assert ctx[0] == pytest.approx(rest.numpy(), abs=1e-5)
+
+
+def test_t_interval_matches_hand_computed_values():
+    from stages.detection_debias.report import t_interval
+
+    lo, hi = t_interval([1.0, 2.0, 3.0])   # mean 2, sd 1, t(0.975, 2) = 4.3027 -> half width 4.3027 / sqrt(3)
+    assert lo == pytest.approx(2 - 2.48414, abs=1e-4) and hi == pytest.approx(2 + 2.48414, abs=1e-4)

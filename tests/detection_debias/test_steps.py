@@ -68,3 +68,16 @@ def test_a_corrupted_object_table_is_refused(smoke_repo, tmp_path):
         smoke_repo.run(f"{PAPER}-baseline", objects=bad, baseline=tmp_path / "b.safetensors",
                        groups=tmp_path / "g.parquet", layouts=tmp_path / "l.parquet",
                        baseline_log=tmp_path / "log.json")
+
+
+def test_low_diversity_class_equal_to_rare_class_is_refused(tmp_path):
+    params = write_params(tmp_path, **{f"{PAPER}.data.low_diversity_class": "cross",
+                                       f"{PAPER}.data.rare_class": "cross"})
+    with pytest.raises(ConfigError, match=rf"{PAPER}\.data.*low_diversity_class"):
+        config.load_data(params)
+
+
+def test_report_gives_the_rule_history(smoke_repo):
+    text = smoke_repo.paths(f"{PAPER}-report").report.read_text()
+    assert "## Rule history" in text and "Under the provisional rule this run's verdict would be" in text
+    assert "Student-t 95% interval of each check" in text   # the table itself needs two seeds or more
