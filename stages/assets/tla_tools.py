@@ -66,7 +66,7 @@ def java_version(java: str) -> str:
 def check_tools(jar: Path, cfg: TlaToolsConfig) -> dict[str, Any]:
     """SANY parses a small module and TLC explores its four states without error."""
     limits = Limits(wall_s=cfg.check_wall_s, memory_mb=cfg.heap_mb + 256)
-    java = [cfg.java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", str(jar)]
+    java = [cfg.java, f"-Xmx{cfg.heap_mb}m", "-XX:+UseSerialGC", "-cp", str(jar.resolve())]
     with tempfile.TemporaryDirectory(prefix="tla-asset-") as tmp:
         (Path(tmp) / "AssetCheck.tla").write_text(CHECK_MODULE)
         (Path(tmp) / "AssetCheck.cfg").write_text("INIT Init\nNEXT Next\nINVARIANT Bounded\n")

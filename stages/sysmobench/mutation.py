@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stages.sysmobench.specs import Action, Spec
+from stages.sysmobench.specs import Spec
 
 OPERATORS = ("rename_variable", "type_error", "remove_action", "swap_update", "drop_guard")
 TARGET_METRIC = {"rename_variable": "syntax", "type_error": "runtime", "remove_action": "runtime",
@@ -50,7 +50,7 @@ def rename_variable(spec: Spec) -> list[Mutant]:
             for gi, g in enumerate(a.guards):
                 new = _rename_first(g, var)
                 if new is not None:
-                    guards = a.guards[:gi] + (new,) + a.guards[gi + 1:]
+                    guards = (*a.guards[:gi], new, *a.guards[gi + 1:])
                     out.append(Mutant("rename_variable", f"{a.name}: {var} in guard {gi + 1}",
                                       spec.replace_action(dataclasses.replace(a, guards=guards))))
                     break
@@ -58,7 +58,7 @@ def rename_variable(spec: Spec) -> list[Mutant]:
                 for ui, (v, e) in enumerate(a.updates):
                     new = _rename_first(e, var)
                     if new is not None:
-                        updates = a.updates[:ui] + ((v, new),) + a.updates[ui + 1:]
+                        updates = (*a.updates[:ui], (v, new), *a.updates[ui + 1:])
                         out.append(Mutant("rename_variable", f"{a.name}: {var} in the update of {v}",
                                           spec.replace_action(dataclasses.replace(a, updates=updates))))
                         break
@@ -70,7 +70,7 @@ def type_error(spec: Spec) -> list[Mutant]:
     out = []
     for a in spec.actions:
         for ui, (v, _) in enumerate(a.updates):
-            updates = a.updates[:ui] + ((v, MISTYPED),) + a.updates[ui + 1:]
+            updates = (*a.updates[:ui], (v, MISTYPED), *a.updates[ui + 1:])
             out.append(Mutant("type_error", f"{a.name}: {v}' = {MISTYPED}",
                               spec.replace_action(dataclasses.replace(a, updates=updates))))
     return out
@@ -98,7 +98,7 @@ def swap_update(spec: Spec) -> list[Mutant]:
                     continue
                 if {p for p, _ in b.params} - params & set(re.findall(r"\b\w+\b", other)):
                     continue
-                updates = a.updates[:ui] + ((v, other),) + a.updates[ui + 1:]
+                updates = (*a.updates[:ui], (v, other), *a.updates[ui + 1:])
                 out.append(Mutant("swap_update", f"{a.name}: {v}' as in {b.name}",
                                   spec.replace_action(dataclasses.replace(a, updates=updates))))
     return out

@@ -50,10 +50,12 @@ def caught_share(mutants: pd.DataFrame, operator: str) -> float:
 
 
 def ordering_share(mutants: pd.DataFrame) -> float:
-    """Share of mutants with syntax >= runtime >= conformance (the paper's ordering); NaN if none."""
-    if mutants.empty:
+    """Share of the mutants some metric catches with syntax >= runtime >= conformance (the paper's ordering);
+    NaN if no metric catches any (a blind metric must not pass by leaving every score at 1)."""
+    caught = mutants[(mutants[list(METRIC_NAMES)] < 1.0).any(axis=1)]
+    if caught.empty:
         return float("nan")
-    ok = (mutants.syntax >= mutants.runtime) & (mutants.runtime >= mutants.conformance)
+    ok = (caught.syntax >= caught.runtime) & (caught.runtime >= caught.conformance)
     return float(ok.mean())
 
 
@@ -143,8 +145,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         else mutants
     metrics = {"per_seed": per_seed,
                "mutant_means": {m: float(mutants[m].mean()) for m in METRIC_NAMES} if len(mutants) else {},
-               "counts": {"candidates": int(len(scores)), "mutants": int(len(all_mutants)),
-                          "equivalent": int(len(equivalent)), "counted": int(len(mutants))},
+               "counts": {"candidates": len(scores), "mutants": len(all_mutants),
+                          "equivalent": len(equivalent), "counted": len(mutants)},
                "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, n_seeds=len(seeds), systems=sorted(scores.system.unique()),
                  operators=operators, board=leaderboard(scores), matrix=catch_matrix(mutants),

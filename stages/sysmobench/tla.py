@@ -38,7 +38,7 @@ class Tools:
     def command(self, main: str) -> list[str]:
         """The JVM command line for ``main`` (``tla2sany.SANY`` or ``tlc2.TLC``)."""
         return [self.java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dfile.encoding=UTF-8", "-cp", str(self.jar), main]
+                "-Dfile.encoding=UTF-8", "-cp", str(self.jar.resolve()), main]
 
 
 def rename_module(text: str, module: str) -> str:
