@@ -65,6 +65,30 @@ class EvaluateInputs(Section):
     traces: TracesConfig
 
 
+class GenerateConfig(Section):
+    """The spec writers: the local LM's sampling, and an optional HTTP endpoint (off when null)."""
+
+    n_samples: int = Field(ge=1, le=50)
+    max_new_tokens: int = Field(ge=1, le=4096)
+    temperature: float = Field(ge=0, le=2)
+    endpoint: str | None = Field(default=None, pattern=r"^https?://")
+    endpoint_timeout_s: float = Field(gt=0, le=600)
+
+
+class GenerateInputs(Section):
+    """generate reads its own section and the systems, seeds and sizes of ``sysmobench.traces``."""
+
+    generate: GenerateConfig
+    traces: TracesConfig
+
+    @model_validator(mode="after")
+    def _check(self) -> GenerateInputs:
+        if self.generate.n_samples > self.traces.n_seeds:
+            raise ValueError(f"generate.n_samples ({self.generate.n_samples}) must not exceed traces.n_seeds "
+                             f"({self.traces.n_seeds}): one spec per system for each of the first seeds")
+        return self
+
+
 class ReportInputs(Section):
     """The report reads the verdict rule and which checks are gates (positive controls)."""
 
@@ -79,6 +103,17 @@ class _Report(Section):
 def load_traces(params: Path) -> TracesConfig:
     """``sysmobench.traces``."""
     return load_section(TracesConfig, f"{PAPER}.traces", params)
+
+
+def load_generate(params: Path) -> GenerateInputs:
+    """``sysmobench.generate`` with ``sysmobench.traces``."""
+    try:
+        return GenerateInputs(generate=load_section(GenerateConfig, f"{PAPER}.generate", params),
+                              traces=load_section(TracesConfig, f"{PAPER}.traces", params))
+    except ValueError as err:
+        if isinstance(err, ConfigError):
+            raise
+        raise ConfigError(f"{PAPER}.generate: {err}") from None
 
 
 def load_evaluate(params: Path) -> EvaluateInputs:

@@ -23,7 +23,7 @@ from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
 from stages.sysmobench.config import PAPER, EvaluateInputs, load_evaluate
 from stages.sysmobench.expectations import scores_suite
-from stages.sysmobench.io import read_traces, trace_states
+from stages.sysmobench.io import read_generated, read_traces, trace_states
 from stages.sysmobench.metrics import Simulation, score, transitions
 from stages.sysmobench.mutation import draw_mutants
 from stages.sysmobench.specs import REFERENCE, render, systems
@@ -34,6 +34,7 @@ from stages.sysmobench.tla import Tools
 class Paths:
     tools: Path = inp("TLA+ tools asset (tla2tools.jar)")
     traces: Path = inp("logged steps of the instrumented executions")
+    generated: Path = inp("specs written by the generators")
     scores: Path = out("the four metrics of every candidate, per seed and system (Parquet)")
 
 
@@ -52,8 +53,8 @@ class Job:
     sim: Simulation
 
 
-def candidate_jobs(cfg: EvaluateInputs, traces: pd.DataFrame, seed: int) -> list[Job]:
-    """The reference and the drawn mutants of every seed and system."""
+def candidate_jobs(cfg: EvaluateInputs, traces: pd.DataFrame, generated: pd.DataFrame, seed: int) -> list[Job]:
+    """The reference, the drawn mutants and the generators' specs of every seed and system."""
     jobs = []
     for s in range(cfg.traces.n_seeds):
         for system in cfg.traces.systems:
@@ -66,6 +67,8 @@ def candidate_jobs(cfg: EvaluateInputs, traces: pd.DataFrame, seed: int) -> list
             for op in cfg.evaluate.operators:
                 cands += [("mutant", m.operator, m.site, render(m.spec))
                           for m in draw_mutants(ref, op, cfg.evaluate.mutants_per_operator, gen)]
+            mine = generated[(generated.seed_index == s) & (generated.system == system)]
+            cands += [("generated", "none", g.generator, g.spec) for g in mine.itertuples()]
             jobs += [Job(s, system, j, kind, op, site, text, states, sim)
                      for j, (kind, op, site, text) in enumerate(cands)]
     return jobs
@@ -83,7 +86,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         if reference[name] is None:
             raise RuntimeError(f"TLC did not explore the reference spec of {name} ({outcome}): raise "
                                f"{PAPER}.evaluate.wall_s or shrink the system")
-    jobs = candidate_jobs(cfg, traces, ctx.seed)
+    jobs = candidate_jobs(cfg, traces, read_generated(paths.generated), ctx.seed)
 
     def one(job: Job) -> dict[str, Any]:
         system = sizes[job.system]

@@ -6,7 +6,8 @@ from typing import Any
 
 ACTIONS = ["Init", "Acquire", "Release", "Lock", "Wait", "Unlock", "Handoff", "Produce", "Consume"]
 SYSTEMS = ["spinlock", "mutex", "ringbuffer"]
-KINDS = ["reference", "mutant"]
+KINDS = ["reference", "mutant", "generated"]
+GENERATORS = ["smollm2-135m", "http-endpoint"]
 OPERATORS = ["none", "rename_variable", "type_error", "remove_action", "swap_update", "drop_guard"]
 METRICS = ["syntax", "runtime", "conformance", "invariants"]
 
@@ -43,4 +44,20 @@ def scores_suite(n_rows: int) -> list[Any]:
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["seed_index", "system", "candidate"]),
         *(gxe.ExpectColumnValuesToBeBetween(column=m, min_value=0, max_value=1) for m in METRICS),
         *(gxe.ExpectColumnValuesToNotBeNull(column=m) for m in METRICS),
+    ]
+
+
+def generated_suite(n_rows: int) -> list[Any]:
+    """``generated``: one spec per generator, seed and system, with the prompt it answered."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=["seed_index", "system", "generator", "prompt", "reply", "spec"],
+                                         exact_match=True),
+        gxe.ExpectTableRowCountToEqual(value=n_rows),
+        gxe.ExpectColumnValuesToBeInSet(column="system", value_set=SYSTEMS),
+        gxe.ExpectColumnValuesToBeInSet(column="generator", value_set=GENERATORS),
+        gxe.ExpectColumnValuesToNotBeNull(column="spec"),
+        gxe.ExpectColumnValuesToNotBeNull(column="prompt"),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["seed_index", "system", "generator"]),
     ]

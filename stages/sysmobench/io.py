@@ -10,7 +10,7 @@ import pandas as pd
 from stages.core.gx import validate_table
 from stages.core.io import InputError, read_parquet
 from stages.sysmobench.config import PAPER
-from stages.sysmobench.expectations import scores_suite, traces_suite
+from stages.sysmobench.expectations import generated_suite, scores_suite, traces_suite
 
 
 def read_traces(path: Path) -> pd.DataFrame:
@@ -33,3 +33,10 @@ def read_scores(path: Path) -> pd.DataFrame:
     scores = read_parquet(path)
     validate_table(scores, f"{PAPER}.scores", scores_suite(len(scores)))
     return scores
+
+
+def read_generated(path: Path) -> pd.DataFrame:
+    """The validated table of generated specs."""
+    generated = read_parquet(path)
+    validate_table(generated, f"{PAPER}.generated", generated_suite(len(generated)))
+    return generated.sort_values(["seed_index", "system", "generator"], ignore_index=True)

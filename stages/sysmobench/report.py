@@ -85,15 +85,20 @@ def leaderboard(scores: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     kept = scores[~scores.equivalent]
     for system in sorted(kept.system.unique()):
-        for op in ["none", *OPERATORS]:
-            part = kept[(kept.system == system) & (kept.operator == op)]
-            if part.empty:
-                continue
+        for name, part in candidate_classes(kept[kept.system == system]):
             per_seed = part.groupby("seed_index")[list(METRIC_NAMES)].mean()
-            rows.append({"system": system, "candidate": "reference" if op == "none" else op,
-                         "specs": len(part),
+            rows.append({"system": system, "candidate": name, "specs": len(part),
                          **{m: mean_std(per_seed[m].tolist(), 2) for m in METRIC_NAMES}})
     return rows
+
+
+def candidate_classes(scores: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(name, rows) of the reference, each operator's mutants and each generator's specs, those present."""
+    groups = [("reference", scores[scores.kind == "reference"])]
+    groups += [(op, scores[(scores.kind == "mutant") & (scores.operator == op)]) for op in OPERATORS]
+    gen = scores[scores.kind == "generated"]
+    groups += [(f"generated: {g}", gen[gen.site == g]) for g in sorted(gen.site.unique())]
+    return [(n, g) for n, g in groups if not g.empty]
 
 
 def catch_matrix(mutants: pd.DataFrame) -> list[dict[str, Any]]:
@@ -108,10 +113,9 @@ def catch_matrix(mutants: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def plot_metrics(mutants: pd.DataFrame, reference: pd.DataFrame, path: Path) -> None:
-    """Mean score per metric for the reference and each operator's mutants (seeds as dots)."""
-    groups = [("reference", reference)] + [(op, mutants[mutants.operator == op]) for op in OPERATORS]
-    groups = [(n, g) for n, g in groups if not g.empty]
+def plot_metrics(kept: pd.DataFrame, path: Path) -> None:
+    """Mean score per metric for the reference, each operator's mutants and each generator (seeds as dots)."""
+    groups = candidate_classes(kept)
     with figure(path, figsize=(10, 4)) as (_, ax):
         width = 0.8 / len(groups)
         for j, (name, g) in enumerate(groups):
@@ -136,9 +140,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=seeds, profile=ctx.profile,
                                        timings=timings), cfg.gates)
     mutants = counted_mutants(scores)
-    reference = scores[scores.kind == "reference"]
     paths.plots.mkdir(parents=True, exist_ok=True)
-    plot_metrics(mutants, reference, paths.plots / "metrics_by_candidate.png")
+    plot_metrics(scores[~scores.equivalent], paths.plots / "metrics_by_candidate.png")
     all_mutants = scores[scores.kind == "mutant"]
     equivalent = all_mutants[all_mutants.equivalent]
     missed = mutants[mutants.apply(lambda r: r[TARGET_METRIC[r.operator]] >= 1.0, axis=1)] if len(mutants) \
@@ -156,9 +159,18 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  missed_rows=[{"seed": r.seed_index, "system": r.system, "operator": r.operator, "site": r.site,
                                "syntax": r.syntax, "runtime": r.runtime, "conformance": r.conformance,
                                "invariants": r.invariants, "tools": r.outcomes} for r in missed.itertuples()],
-                 outcome_rows=outcome_counts(scores),
+                 outcome_rows=outcome_counts(scores), generated_rows=generated_rows(scores),
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
+
+
+def generated_rows(scores: pd.DataFrame) -> list[dict[str, Any]]:
+    """Each generated spec's scores and the start of its text (what the weak generator wrote)."""
+    gen = scores[scores.kind == "generated"]
+    return [{"seed": r.seed_index, "system": r.system, "generator": r.site, "syntax": r.syntax, "runtime": r.runtime,
+             "conformance": r.conformance, "invariants": r.invariants,
+             "spec (first 80 characters)": " ".join(r.spec.split())[:80].replace("|", "/")}
+            for r in gen.itertuples()]
 
 
 def outcome_counts(scores: pd.DataFrame) -> list[dict[str, Any]]:
