@@ -94,10 +94,12 @@ class ReportInputs(Section):
 
     verdict: VerdictRule
     gates: list[str] = Field(min_length=1)
+    sizing_history: list[str] = Field(min_length=1)
 
 
 class _Report(Section):
     gates: list[str] = Field(min_length=1)
+    sizing_history: list[str] = Field(min_length=1)  # the pilot and every resizing, in words with their numbers
 
 
 def load_traces(params: Path) -> TracesConfig:
@@ -125,11 +127,12 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 def load_report(params: Path) -> ReportInputs:
     """``sysmobench.verdict`` and ``sysmobench.report.gates``."""
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    gates = load_section(_Report, f"{PAPER}.report", params).gates
+    section = load_section(_Report, f"{PAPER}.report", params)
+    gates = section.gates
     names = {c.name for c in verdict.checks}
     missing = [g for g in gates if g not in names]
     if missing:
         raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
     if set(gates) == names:
         raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
-    return ReportInputs(verdict=verdict, gates=gates)
+    return ReportInputs(verdict=verdict, gates=gates, sizing_history=section.sizing_history)

@@ -154,6 +154,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     write_report(paths, claim, metrics, timings, n_seeds=len(seeds), systems=sorted(scores.system.unique()),
                  operators=operators, board=leaderboard(scores), matrix=catch_matrix(mutants),
                  counts=metrics["counts"], means=metrics["mutant_means"], gates=cfg.gates,
+                 sizing_history=cfg.sizing_history,
                  equivalent_rows=[{"system": r.system, "operator": r.operator, "site": r.site}
                                   for r in equivalent.drop_duplicates(["system", "site"]).itertuples()],
                  missed_rows=[{"seed": r.seed_index, "system": r.system, "operator": r.operator, "site": r.site,
