@@ -8,6 +8,7 @@ seed's TLC simulation seed. A mutant whose reachable transitions equal the refer
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,7 +89,11 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                f"{PAPER}.evaluate.wall_s or shrink the system")
     jobs = candidate_jobs(cfg, traces, read_generated(paths.generated), ctx.seed)
 
+    stop = threading.Event()
+
     def one(job: Job) -> dict[str, Any]:
+        if stop.is_set():
+            raise RuntimeError("evaluate stopped")
         system = sizes[job.system]
         scores = score(tools, system, job.spec, job.traces, job.sim)
         equivalent = False
@@ -103,6 +108,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     try:
         rows = list(tqdm(pool.map(one, jobs), total=len(jobs), desc="candidates", unit="spec"))
     finally:  # an interrupted stage drops the queued candidates (each running one ends within its limit)
+        stop.set()
         pool.shutdown(wait=False, cancel_futures=True)
     table = pd.DataFrame(rows)
     validate_table(table, f"{PAPER}.scores", scores_suite(len(table)))
