@@ -24,6 +24,12 @@ $(STAMP): requirements.lock pyproject.toml
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist; \
 	  else echo "dataset-fashion-mnist missing: run 'sudo apt-get update && sudo apt-get install -y dataset-fashion-mnist'"; fi; \
 	fi
+	# Java for the TLA+ tools (sysmobench), when missing and apt-get can install it
+	@if ! command -v java >/dev/null 2>&1; then \
+	  if command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openjdk-17-jre-headless; \
+	  else echo "java missing: run 'sudo apt-get update && sudo apt-get install -y openjdk-17-jre-headless'"; fi; \
+	fi
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

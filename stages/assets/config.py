@@ -115,6 +115,14 @@ class CorpusSource(Section):
         return self
 
 
+class TlaToolsConfig(Section):
+    """The TLA+ tools jar: the Java to run it with, and the limits of the asset's own check."""
+
+    java: str = Field(min_length=1)
+    heap_mb: int = Field(ge=64, le=8192)
+    check_wall_s: float = Field(gt=0, le=600)
+
+
 def _loader(model: type[S], name: str) -> Callable[[Path], S]:
     """A ``load_<asset>(params_path)`` for section ``assets.<name>``."""
 
@@ -133,3 +141,4 @@ load_retrieval = _loader(RetrievalConfig, "wikipedia-index")
 load_fashion_mnist = _loader(FashionMNISTConfig, "fashion-mnist")
 load_digits = _loader(DigitsConfig, "digits")
 load_japanese_vowels = _loader(TimeSeriesConfig, "japanese-vowels")
+load_tla_tools = _loader(TlaToolsConfig, "tla2tools")

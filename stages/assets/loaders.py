@@ -162,3 +162,10 @@ def load_images(path: Path | str) -> ImageSplits:
     return ImageSplits(train_images=arrays["train_images.npy"], train_labels=arrays["train_labels.npy"],
                        test_images=arrays["test_images.npy"], test_labels=arrays["test_labels.npy"],
                        classes=list(manifest["details"]["classes"]), pixel_max=int(manifest["details"]["pixel_max"]))
+
+
+def load_tla_tools(path: Path | str) -> Path:
+    """The checksum-verified ``tla2tools.jar`` of a prepared TLA+ tools asset folder."""
+    path = Path(path)
+    verify_files(path, "tla2tools", ["tla2tools.jar"])
+    return path / "tla2tools.jar"

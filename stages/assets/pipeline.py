@@ -11,6 +11,7 @@ STEPS = (
     "digits",
     "time_series",
     "hypergraphs",
+    "tla_tools",
     "manifest_report",
 )
 # one table per asset stage (assets-<name>): field -> path
@@ -57,6 +58,10 @@ STEP_PATHS = {
     "hypergraphs": {
         "hypergraphs": "data/assets/hypergraphs",
         "manifest": "reports/assets/manifests/hypergraphs.json",
+    },
+    "tla2tools": {
+        "tools": "models/assets/tla2tools",
+        "manifest": "reports/assets/manifests/tla2tools.json",
     },
     "manifest": {
         "manifests": "reports/assets/manifests",

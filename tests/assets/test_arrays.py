@@ -7,10 +7,11 @@ import pytest
 
 from stages.assets import fashion_mnist
 from stages.assets.config import load_fashion_mnist
-from stages.assets.loaders import SERIES_FILE, load_images, load_time_series
+from stages.assets.loaders import SERIES_FILE, load_images, load_time_series, load_tla_tools
 from stages.assets.manifest import AssetError
 from stages.assets.manifest_report import Paths as ReportPaths
 from stages.assets.manifest_report import run as report_run
+from stages.core.io import read_json
 from tests.assets.conftest import corrupt_copy
 
 
@@ -64,3 +65,12 @@ def test_manifest_report_lists_every_prepared_asset(digits_asset, japanese_vowel
     for name in ("digits", "japanese-vowels"):
         assert f"| {name} | `assets-{name}` |" in text
     assert "CC BY 4.0" in text and "preparation (s)" in text
+
+
+def test_tla_tools_run_and_corruption_is_detected(tla_tools_asset, tmp_path):
+    manifest = read_json(tla_tools_asset / "manifest.json")
+    assert manifest["details"]["check_states"] == 4 and manifest["details"]["tlc_version"] == "2.15"
+    assert load_tla_tools(tla_tools_asset).name == "tla2tools.jar"
+    bad = corrupt_copy(tla_tools_asset, tmp_path, "tla2tools.jar")
+    with pytest.raises(AssetError, match="corrupt"):
+        load_tla_tools(bad)

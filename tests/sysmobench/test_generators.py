@@ -1,0 +1,62 @@
+"""The spec writers: the prompt never holds the reference spec; the HTTP endpoint against a stub on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from typing import ClassVar
+
+import pytest
+
+from stages.sysmobench import specs
+from stages.sysmobench.generators import HttpEndpoint, extract_module, spec_prompt
+
+
+def test_prompt_has_the_code_and_interface_but_not_the_reference():
+    system = specs.systems(2, 2, 2)["mutex"]
+    prompt = spec_prompt(system)
+    assert "class WaitQueueMutex" in prompt and "Handoff(p)" in prompt and "VARIABLES owner, queue, pc" in prompt
+    reference = specs.render(specs.MUTEX)
+    for line in reference.splitlines()[4:-2]:     # every definition of the reference spec
+        assert line not in prompt
+
+
+def test_extract_module_keeps_only_the_module():
+    reply = "Here it is:\n---- MODULE Spinlock ----\nVARIABLE x\n====\nHope it helps."
+    assert extract_module(reply) == "---- MODULE Spinlock ----\nVARIABLE x\n===="
+    assert extract_module("  no module at all ") == "no module at all"
+
+
+class _Stub(BaseHTTPRequestHandler):
+    seen: ClassVar[list[dict]] = []
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _Stub.seen.append(body)
+        text = "---- MODULE Spinlock ----\n====" if body["seed"] != 13 else None
+        payload = json.dumps({"text": text} if text else {"error": "no"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def stub_url():
+    server = HTTPServer(("127.0.0.1", 0), _Stub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/generate"
+    server.shutdown()
+
+
+def test_http_endpoint_posts_the_prompt_and_reads_the_text(stub_url):
+    writer = HttpEndpoint(stub_url, max_new_tokens=64, timeout_s=10)
+    assert writer.write_spec("write a spec", seed=5) == "---- MODULE Spinlock ----\n===="
+    assert _Stub.seen[-1] == {"prompt": "write a spec", "seed": 5, "max_tokens": 64}
+    with pytest.raises(ValueError, match="no string field 'text'"):
+        writer.write_spec("write a spec", seed=13)
