@@ -15,8 +15,11 @@ from stages.core.gx import validate_table
 from stages.core.io import read_parquet
 from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
-from stages.refinestat.config import METHODS, PAPER, ReportInputs, load_report
+from stages.refinestat.config import METHODS, PAPER
 from stages.refinestat.expectations import programs_suite, versions_suite
+from stages.refinestat.pipeline import PATHS
+from stages.refinestat.reliability import CHECKS
+from stages.refinestat.report_config import ReportStepInputs, load_report_step
 from stages.refinestat.tasks import TASKS
 
 TIMED_STEPS = ("data", "synthesize")
@@ -48,6 +51,22 @@ def returned_program(part: pd.DataFrame) -> pd.Series | None:
     if ok.empty:
         return None
     return ok.iloc[int(np.argmax(ok.score.to_numpy()))]
+
+
+def binom_pmf(k: int, n: int, p: float) -> float:
+    """P(K = k) for K ~ Binomial(n, p)."""
+    return math.comb(n, k) * p ** k * (1 - p) ** (n - k)
+
+
+def seed_clears_probability(rates: dict[str, float], n: int, margin: float) -> float:
+    """P(one seed clears both run-rate margins) with n independent attempts per method at the given run rates.
+
+    RefineStat's count R must exceed each baseline's count by at least ceil(margin * n) runnable attempts."""
+    need = math.ceil(margin * n - 1e-9)
+    base = [rates["unconstrained"], rates["syntax"]]
+    return sum(binom_pmf(r, n, rates["refinestat"])
+               * math.prod(sum(binom_pmf(b, n, q) for b in range(0, r - need + 1)) for q in base)
+               for r in range(n + 1))
 
 
 def _value(x: Any) -> float:
@@ -121,7 +140,9 @@ def predictive_rows(programs: pd.DataFrame, n_seeds: int) -> list[dict[str, Any]
                 chosen = (p[p.arm == arm].iloc[0] if arm in ("expert", "misspecified")
                           else returned_program(p[p.arm == arm]))
                 missing = chosen is None or chosen.predictive is None or not np.isfinite(chosen.predictive)
-                row[arm] = "–" if missing else f"{chosen.predictive:.3f} ({int(chosen.score)}/7)"
+                ran = chosen is not None and bool(chosen.runnable)
+                row[arm] = (f"{chosen.predictive:.3f} ({int(chosen.score)}/7)" if not missing
+                            else f"– ({int(chosen.score)}/7)" if ran else "–")
             rows.append(row)
     return rows
 
@@ -164,9 +185,10 @@ def plot_reliability(versions: pd.DataFrame, path: Path) -> None:
         ax.legend(fontsize=8)
 
 
-def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict and write the report."""
     programs = read_parquet(paths.programs, columns=["seed_index", "task", "arm", "attempt", "runnable", "score",
+                                                     "outcome",
                                                      "predictive", "tokens", "first_runnable", "resampled",
                                                      "n_versions", "error"])
     validate_table(programs, f"{PAPER}.programs", programs_suite(len(programs)))
@@ -192,19 +214,47 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     metrics = {"per_seed": per_seed, "verdict": claim.verdict,
                "run_rate": {m: float(ok[ok.arm == m].runnable.mean()) for m in METHODS if (ok.arm == m).any()},
                "tokens_per_attempt": {m: float(ok[ok.arm == m].tokens.mean()) for m in METHODS if (ok.arm == m).any()}}
+    rep, siz = cfg.context, cfg.context.sizing
+    tasks = sorted(set(programs.task))
+    n_attempts = int(ok.groupby(["seed_index", "task", "arm"]).size().max())
+    n_per_seed = len(tasks) * n_attempts
+    margins = {c.metric: c.threshold for c in cfg.verdict.checks}
+    margin = max(margins.get("run_rate_refinestat_minus_unconstrained", 0.0),
+                 margins.get("run_rate_refinestat_minus_syntax", 0.0))
+    p_seed = seed_clears_probability(rep.paper_run_rates, n_per_seed, margin)
+    controls = programs[programs.arm.isin(["expert", "misspecified"])]
+    unscored = controls[controls.runnable & ~np.isfinite(controls.predictive.astype(float))]
+    unscored_rows = [{"task": t, "arm": a, "reliability per seed": ", ".join(f"{int(x)}/7" for x in g.score),
+                      "held-out rebuild error": str(g.error.iloc[0])[:120]}
+                     for (t, a), g in unscored.groupby(["task", "arm"])]
+    errors = error_kinds(ok[ok.arm.isin(["unconstrained", "syntax"]) & ~ok.runnable])
+    rs = ok[ok.arm == "refinestat"]
+    tokens_per_resample = (float(rs.tokens.sum() / rs.resampled.sum()) if len(rs) and rs.resampled.sum() > 0
+                           else math.nan)
+    n_methods = len(METHODS)
+    wall_min = sum(timings.values()) / 60
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, tol=tol, min_passing=cfg.min_passing,
                  per_seed=per_seed, method_rows=method_rows(programs, n_seeds, cfg.min_passing),
                  predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
-                 n_runs=len(outcomes), tasks=sorted(set(programs.task)), examples=examples,
-                 n_attempts=int(ok.groupby(["seed_index", "task", "arm"]).size().max()),
+                 n_runs=len(outcomes), tasks=tasks, examples=examples, n_attempts=n_attempts,
                  token_budget=cfg.token_budget, max_runs=cfg.max_runs, drafts=drafts,
-                 any_runnable=bool(ok.runnable.any()),
-                 baseline_errors=error_kinds(ok[ok.arm.isin(["unconstrained", "syntax"]) & ~ok.runnable]),
+                 any_runnable=bool(ok.runnable.any()), baseline_errors=errors,
+                 top_error=max(errors, key=lambda k: errors[k]) if errors else "",
+                 n_checks=len(CHECKS), rel=cfg.reliability, gen=cfg.generate, sampler=cfg.sampler, rep=rep, siz=siz,
+                 generator=Path(PATHS["lm"]).name, n_methods=n_methods, n_per_seed=n_per_seed, margin=margin,
+                 p_seed=p_seed, p_all=p_seed ** n_seeds, unscored_rows=unscored_rows,
+                 tokens_per_resample=tokens_per_resample, wall_min=wall_min,
+                 next_decode_min=(n_seeds * len(tasks) * n_methods * n_attempts * siz.next_token_budget
+                                  / siz.decode_tokens_per_s / 60),
+                 sandbox_factor=rep.paper_programs_per_task / n_attempts,
+                 registered_min=(siz.aborted_s_per_attempt * n_seeds * len(tasks) * n_methods
+                                 * siz.registered_n_programs / 60),
+                 n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
 
-main = Step(PAPER, "report", run, load_report, Paths)
+main = Step(PAPER, "report", run, load_report_step, Paths)
 
 
 if __name__ == "__main__":
