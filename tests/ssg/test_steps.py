@@ -88,15 +88,15 @@ def test_corrupt_tokens_fail_validation_naming_the_column(smoke_repo, tmp_path):
 
 
 def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
-    params = write_params(tmp_path, **{"ssg.tokenizer.scales": [1, 2, 3]})
+    params = write_params(tmp_path, "default", **{"ssg.tokenizer.scales": [1, 2, 3]})
     with pytest.raises(ConfigError, match=r"ssg\.tokenizer\.scales"):
         config.load_tokenizer(params)
-    params = write_params(tmp_path, **{"ssg.evaluate.beta_grid": [0.5, 1.0]})
+    params = write_params(tmp_path, "default", **{"ssg.evaluate.beta_grid": [0.5, 1.0]})
     with pytest.raises(ConfigError, match=r"ssg\.evaluate"):
         config.load_evaluate(params)
-    params = write_params(tmp_path, **{"ssg.evaluate.priors": ["bilinear"]})
+    params = write_params(tmp_path, "default", **{"ssg.evaluate.priors": ["bilinear"]})
     with pytest.raises(ConfigError, match=r"ssg\.evaluate"):
         config.load_evaluate(params)
-    params = write_params(tmp_path, **{"ssg.report.gates": ["no such check"]})
+    params = write_params(tmp_path, "default", **{"ssg.report.gates": ["no such check"]})
     with pytest.raises(ConfigError, match=r"ssg\.report\.gates"):
         config.load_report(params)
