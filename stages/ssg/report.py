@@ -206,12 +206,17 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     fd = {a: test_fd(results, a, n_seeds).tolist() for a in ARMS if a != "reconstruction"}
     recon_fd = float(results[results.arm == "reconstruction"].fd.iloc[0])
     mean_fd = {a: float(np.mean(v)) for a, v in fd.items()}
+    none = np.array(fd["none"])
+    gains = {a: ((none - np.array(fd[a])) / none).tolist() for a in SAMPLED if a != "none"}
     metrics = {"per_seed": per_seed, "test_fd": fd, "reconstruction_fd": recon_fd,
                "chosen": [s["chosen"] for s in evaluation["seeds"]], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=evaluation, tok=tok, n_seeds=n_seeds, fd=mean_fd,
                  recon_fd=recon_fd, arm_rows=arm_rows(results, evaluation), val_rows=validation_rows(results),
                  hf_rows=hf_rows(evaluation), cost_rows=cost_rows(evaluation), gates=cfg.gates,
                  per_seed=per_seed, var=read_json(paths.var_manifest),
+                 gain_rows=[{"arm": a, "relative FD gain over none, per seed": ", ".join(f"{g:+.3f}" for g in v),
+                             "mean": f"{float(np.mean(v)):+.3f}"} for a, v in gains.items()],
+                 gain_mean={a: float(np.mean(v)) for a, v in gains.items()},
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
