@@ -20,6 +20,7 @@ from stages.ssg.expectations import results_suite, train_log_suite
 TIMED_STEPS = ("data", "tokenizer", "train", "evaluate")
 ARMS = ["none", "ssg_dse", "ssg_bilinear", "ssg_nearest", "temperature", "marginal", "reconstruction"]
 SAMPLED = ["none", "ssg_dse", "ssg_bilinear", "ssg_nearest", "temperature"]
+SSG_ARMS = ["ssg_dse", "ssg_bilinear", "ssg_nearest"]
 CARD = PaperCard(
     paper=PAPER,
     title=("Scaled Spatial Guidance (SSG): training-free, inference-time guidance of visual autoregressive "
@@ -183,6 +184,12 @@ def plot_loss(log: pd.DataFrame, path: Path) -> None:
         ax.legend(fontsize=7)
 
 
+def mean_recall(results: pd.DataFrame) -> dict[str, float]:
+    """Mean test recall over seeds per sampled arm (the template compares each SSG prior's recall to none's)."""
+    test = results[(results.split == "test") & results.arm.isin(SAMPLED)]
+    return {a: float(test[test.arm == a].recall.mean()) for a in SAMPLED}
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed results and write the report."""
     evaluation = read_json(paths.evaluation)
@@ -208,6 +215,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     mean_fd = {a: float(np.mean(v)) for a, v in fd.items()}
     none = np.array(fd["none"])
     gains = {a: ((none - np.array(fd[a])) / none).tolist() for a in SAMPLED if a != "none"}
+    recall = mean_recall(results)
     metrics = {"per_seed": per_seed, "test_fd": fd, "reconstruction_fd": recon_fd,
                "chosen": [s["chosen"] for s in evaluation["seeds"]], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=evaluation, tok=tok, n_seeds=n_seeds, fd=mean_fd,
@@ -217,6 +225,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  gain_rows=[{"arm": a, "relative FD gain over none, per seed": ", ".join(f"{g:+.3f}" for g in v),
                              "mean": f"{float(np.mean(v)):+.3f}"} for a, v in gains.items()],
                  gain_mean={a: float(np.mean(v)) for a, v in gains.items()},
+                 recall=recall, recall_lower=[a for a in SSG_ARMS if recall[a] < recall["none"]],
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 
