@@ -1,0 +1,120 @@
+"""Step ``train``: one class-conditional next-scale transformer per seed, teacher-forced on the train tokens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lightning
+import pandas as pd
+import torch
+from torch.nn import functional as F
+
+from stages.core.gx import validate_table
+from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
+from stages.core.seeding import derive_seed
+from stages.core.stage import StageContext, Step, inp, out
+from stages.core.threads import cap_threads
+from stages.core.trainer import build_trainer
+from stages.ssg.config import PAPER, TrainConfig, load_train
+from stages.ssg.expectations import train_log_suite
+from stages.ssg.io import N_CLASSES, read_tokens
+from stages.ssg.multiscale_vq import load_vq, next_scale_inputs, split_codes
+from stages.ssg.var import NextScaleTransformer
+
+
+@dataclass(frozen=True)
+class Paths:
+    tokenizer: Path = inp("tokenizer folder (the codebook builds the next-scale inputs)")
+    tokens: Path = inp("token sequences of every image")
+    var: Path = out("folder: var_s<i>.safetensors per seed and manifest.json")
+    train_log: Path = out("loss per seed and logged step (Parquet)")
+
+
+class NextScaleModule(lightning.LightningModule):
+    """Cross-entropy of every scale's codes given coarser scales; the label is dropped with some probability."""
+
+    def __init__(self, model: NextScaleTransformer, cfg: TrainConfig) -> None:
+        super().__init__()
+        self.model, self.cfg = model, cfg
+        self.log_rows: list[tuple[int, float]] = []
+
+    def training_step(self, batch: list[torch.Tensor], batch_idx: int) -> torch.Tensor:
+        tokens, inputs, labels = batch
+        drop = torch.rand(len(labels)) < self.cfg.label_dropout
+        labels = labels.masked_fill(drop, self.model.null_class)
+        logits = self.model(labels, inputs)
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1))
+        if self.global_step % self.cfg.trainer.log_every_n_steps == 0:
+            self.log_rows.append((int(self.global_step), float(loss.detach())))
+        return loss
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        opt = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.cfg.lr, total_steps=self.cfg.trainer.max_steps,
+                                                    pct_start=0.1)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+
+def teacher_inputs(codebook: torch.Tensor, tokens: torch.Tensor, scales: list[int]) -> torch.Tensor:
+    """The next-scale inputs of every sequence, in batches."""
+    return torch.cat([next_scale_inputs(codebook, split_codes(tokens[i:i + 1000], scales), scales, scales[-1])
+                      for i in range(0, len(tokens), 1000)])
+
+
+@torch.inference_mode()
+def mean_loss(model: NextScaleTransformer, tokens: torch.Tensor, inputs: torch.Tensor, labels: torch.Tensor) -> float:
+    """Mean per-token cross-entropy (nats) with the true labels, in batches."""
+    total = 0.0
+    for i in range(0, len(tokens), 500):
+        logits = model(labels[i:i + 500], inputs[i:i + 500])
+        total += float(F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[i:i + 500].reshape(-1),
+                                       reduction="sum"))
+    return total / tokens.numel()
+
+
+def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train ``n_seeds`` transformers (a seed: initialisation, batch order and label dropout); validation loss."""
+    cap_threads(cfg.max_threads)
+    vq, manifest = load_vq(paths.tokenizer)
+    scales, seq_len = manifest["scales"], manifest["seq_len"]
+    codebook = vq.codebook.weight.detach()
+    data = {}
+    for split in ("train", "val"):
+        tokens, labels = read_tokens(paths.tokens, manifest["codebook_size"], seq_len, split)
+        data[split] = (tokens, teacher_inputs(codebook, tokens, scales), labels)
+    rows, seeds = [], []
+    with atomic_dir(paths.var) as folder:
+        for s in range(cfg.n_seeds):
+            seed = derive_seed(ctx.seed, PAPER, "train", s) % 2**32
+            lightning.seed_everything(seed, workers=True, verbose=False)
+            model = NextScaleTransformer(manifest["codebook_size"], manifest["code_dim"], N_CLASSES, scales,
+                                         cfg.d_model, cfg.n_layers, cfg.n_heads)
+            module = NextScaleModule(model, cfg)
+            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*data["train"]),
+                                                 batch_size=cfg.batch_size, shuffle=True,
+                                                 generator=torch.Generator().manual_seed(seed))
+            epochs = -(-cfg.trainer.max_steps * cfg.batch_size // len(data["train"][0]))
+            build_trainer(cfg.trainer, max_epochs=epochs).fit(module, loader)
+            model.eval()
+            rows += [{"seed_index": s, "step": step, "loss": loss} for step, loss in module.log_rows]
+            seeds.append({"seed_index": s, "train_loss": mean_loss(model, *data["train"]),
+                          "val_loss": mean_loss(model, *data["val"]), "steps": int(module.global_step)})
+            save_safetensors(dict(model.state_dict()), folder / f"var_s{s}.safetensors")
+        n_params = sum(p.numel() for p in model.parameters())
+        write_json({"codebook_size": manifest["codebook_size"], "code_dim": manifest["code_dim"],
+                    "n_classes": N_CLASSES, "scales": scales, "d_model": cfg.d_model, "n_layers": cfg.n_layers,
+                    "n_heads": cfg.n_heads, "n_seeds": cfg.n_seeds, "n_parameters": n_params, "seeds": seeds},
+                   folder / "manifest.json", finite=True)
+    log = pd.DataFrame(rows)
+    validate_table(log, f"{PAPER}.train_log", train_log_suite(len(log)))
+    write_parquet(log, paths.train_log)
+    return {"n_parameters": n_params, "val_loss": [s["val_loss"] for s in seeds]}
+
+
+main = Step(PAPER, "train", run, load_train, Paths)
+
+
+if __name__ == "__main__":
+    main()
