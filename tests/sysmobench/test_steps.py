@@ -40,7 +40,7 @@ def test_report_writes_claim_and_plots(smoke_repo):
     paths = smoke_repo.paths(f"{PAPER}-report")
     claim = ClaimRecord.model_validate(read_json(paths.claim))
     assert claim.verdict in VERDICTS and claim.profile == "smoke"
-    assert {p.name for p in paths.plots.iterdir()} == {"metrics_by_candidate.png"}
+    assert {p.name for p in paths.plots.iterdir()} == {"metrics_by_candidate.png", "checks_per_seed.png"}
     assert f"**Verdict: {claim.verdict}**" in paths.report.read_text()
     assert set(read_json(paths.metrics)["per_seed"]) <= set(config.METRICS)
 
