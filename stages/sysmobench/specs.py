@@ -11,7 +11,10 @@ definition per line. Candidates from a generator are plain text and go through t
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
+
+import numpy as np
 
 UNCHANGED = "UNCHANGED"
 
@@ -62,6 +65,9 @@ class System:
     variables: tuple[str, ...]
     actions: tuple[str, ...]
     invariants: dict[str, str]  # template name -> TLA+ predicate over the variables and constants
+    # a state constraint one step beyond the system's legal range, so that exhaustive checking of any candidate
+    # (a mutant that lets a counter or queue grow included) ends instead of running into its time limit
+    bound: str = "TRUE"
 
 
 def action_definition(a: Action, variables: tuple[str, ...]) -> str:
@@ -91,7 +97,7 @@ def render(spec: Spec) -> str:
     lines.append(f"vars == <<{', '.join(spec.variables)}>>")
     lines.append("Init == " + " /\\ ".join(f"{v} = {e}" for v, e in spec.init))
     lines.extend(action_definition(a, spec.variables) for a in spec.actions)
-    chosen = [a for a in spec.actions if a.name in spec.in_next]
+    chosen = [spec.action(n) for n in spec.in_next]
     lines.append("Next == " + (" \\/ ".join(next_disjunct(a) for a in chosen) if chosen else "FALSE"))
     lines.append("Spec == Init /\\ [][Next]_vars")
     lines.append("====")
@@ -171,7 +177,8 @@ def systems(n_procs: int, capacity: int, n_values: int) -> dict[str, System]:
              "QueuedAreWaiting": '\\A p \\in Procs : pc[p] = "waiting" <=> (\\E i \\in 1..Len(queue) : queue[i] = p)',
              "NoWaitersWhenFree": "owner = 0 => queue = <<>>",
              "TypeOK": ('owner \\in Procs \\cup {0} /\\ pc \\in [Procs -> {"idle", "waiting", "cs"}] '
-                        "/\\ Len(queue) <= Cardinality(Procs)")}),
+                        "/\\ Len(queue) <= Cardinality(Procs)")},
+            bound="Len(queue) <= Cardinality(Procs) + 1"),
         "ringbuffer": System(
             "ringbuffer", "RingBuffer",
             "A bounded single-producer single-consumer ring buffer of Cap slots (0 marks an empty slot): the "
@@ -182,5 +189,55 @@ def systems(n_procs: int, capacity: int, n_values: int) -> dict[str, System]:
             {"TypeOK": ("count \\in 0..Cap /\\ head \\in 0..(Cap - 1) /\\ tail \\in 0..(Cap - 1) "
                         "/\\ buf \\in [0..(Cap - 1) -> Values \\cup {0}] /\\ last \\in Values \\cup {0}"),
              "TailFollowsHead": "tail = (head + count) % Cap",
-             "OccupiedSlots": "\\A k \\in 0..(Cap - 1) : (buf[(head + k) % Cap] # 0) <=> k < count"}),
+             "OccupiedSlots": "\\A k \\in 0..(Cap - 1) : (buf[(head + k) % Cap] # 0) <=> k < count"},
+            bound="count + 1 \\in 0..(Cap + 2)"),
     }
+
+
+# a consistent renaming of every variable of the three systems (names a modeller might choose instead)
+RENAMING = {"locked": "lockWord", "pc": "where", "owner": "holder", "queue": "waiters", "buf": "slots",
+            "head": "rd", "tail": "wr", "count": "used", "last": "taken"}
+
+
+def rename_in(text: str, mapping: dict[str, str]) -> str:
+    """Every whole-word use of a mapped name replaced at once (no chained renames)."""
+    if not mapping:
+        return text
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(mapping, key=len, reverse=True)) + r")\b")
+    return pattern.sub(lambda m: mapping[m.group(1)], text)
+
+
+def rename_variables(spec: Spec, mapping: dict[str, str]) -> Spec:
+    """The spec with its variables consistently renamed (the same behaviour under other names)."""
+    def actions() -> tuple[Action, ...]:
+        return tuple(dataclasses.replace(a, guards=tuple(rename_in(g, mapping) for g in a.guards),
+                                         updates=tuple((mapping.get(v, v), rename_in(e, mapping))
+                                                       for v, e in a.updates)) for a in spec.actions)
+    return dataclasses.replace(spec, variables=tuple(mapping.get(v, v) for v in spec.variables),
+                               init=tuple((mapping.get(v, v), rename_in(e, mapping)) for v, e in spec.init),
+                               actions=actions())
+
+
+def rename_system(system: System, mapping: dict[str, str]) -> System:
+    """The system's interface, invariant templates and bound under a variable renaming (the trace mapping and
+    templates follow the candidate's names)."""
+    return dataclasses.replace(system, variables=tuple(mapping.get(v, v) for v in system.variables),
+                               invariants={k: rename_in(v, mapping) for k, v in system.invariants.items()},
+                               bound=rename_in(system.bound, mapping))
+
+
+def _shuffled(items: tuple, rng: np.random.Generator) -> tuple:
+    return tuple(items[i] for i in rng.permutation(len(items)))
+
+
+def reorder(spec: Spec, rng: np.random.Generator) -> Spec:
+    """The spec with the disjuncts of Next and the guard and update conjuncts of each action in a seeded new
+    order (guards stay before updates, so no update is evaluated outside its enabling condition)."""
+    for _ in range(100):
+        out = dataclasses.replace(
+            spec, in_next=_shuffled(spec.in_next, rng),
+            actions=tuple(dataclasses.replace(a, guards=_shuffled(a.guards, rng), updates=_shuffled(a.updates, rng))
+                          for a in spec.actions))
+        if render(out) != render(spec):
+            return out
+    raise ValueError(f"{spec.module}: no other order of its conjuncts and disjuncts")

@@ -48,6 +48,15 @@ def rename_module(text: str, module: str) -> str:
     return MODULE_HEADER.sub(f"---- MODULE {module} ----", text, count=1)
 
 
+def run_tool(cmd: list[str], limits: Limits, cwd: str, banner: str) -> Completed:
+    """One tool run; run again once if the JVM ended with an error before the tool printed its ``banner`` (the
+    JVM failed to start on a loaded machine: no verdict on the spec)."""
+    done = run_limited(cmd, limits, cwd=cwd)
+    if done.outcome == "error" and banner not in done.stdout:
+        done = run_limited(cmd, limits, cwd=cwd)
+    return done
+
+
 def _write(folder: Path, modules: dict[str, str], cfg: str | None, root: str) -> None:
     for name, text in modules.items():
         (folder / f"{name}.tla").write_text(text)
@@ -59,7 +68,7 @@ def sany(tools: Tools, modules: dict[str, str], root: str) -> Completed:
     """SANY on ``root`` (with the other modules beside it)."""
     with tempfile.TemporaryDirectory(prefix="sany-") as tmp:
         _write(Path(tmp), modules, None, root)
-        return run_limited([*tools.command("tla2sany.SANY"), f"{root}.tla"], tools.limits(), cwd=tmp)
+        return run_tool([*tools.command("tla2sany.SANY"), f"{root}.tla"], tools.limits(), tmp, "SANY")
 
 
 def sany_ok(done: Completed) -> bool:
@@ -76,9 +85,9 @@ def tlc(tools: Tools, modules: dict[str, str], root: str, cfg: str, args: list[s
         folder = Path(tmp)
         _write(folder, modules, cfg, root)
         extra = ["-dump", str(folder / "states")] if dump else []
-        done = run_limited([*tools.command("tlc2.TLC"), "-workers", "1", "-nowarning", "-deadlock",
-                            "-metadir", str(folder / "meta"), *extra, *args, "-config", f"{root}.cfg", root],
-                           tools.limits(), cwd=tmp)
+        done = run_tool([*tools.command("tlc2.TLC"), "-workers", "1", "-nowarning", "-deadlock",
+                         "-metadir", str(folder / "meta"), *extra, *args, "-config", f"{root}.cfg", root],
+                        tools.limits(), tmp, "TLC2 Version")
         dumped = folder / "states.dump"
         text = dumped.read_text(errors="replace") if dump and dumped.is_file() else ""
     return done, text

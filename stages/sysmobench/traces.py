@@ -27,7 +27,7 @@ class Paths:
 def run(cfg: TracesConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Run every system ``n_traces`` times per seed and write the logged steps."""
     rows = []
-    jobs = [(s, system) for s in range(cfg.n_seeds) for system in cfg.systems]
+    jobs = [(s, system) for s in cfg.seed_indices for system in cfg.systems]
     for s, system in tqdm(jobs, desc="executions", unit="system"):
         gen = rng(ctx.seed, PAPER, "traces", system, s)
         for t in range(cfg.n_traces):

@@ -10,22 +10,30 @@ from typing import ClassVar
 import pytest
 
 from stages.sysmobench import specs
-from stages.sysmobench.generators import HttpEndpoint, extract_module, spec_prompt
+from stages.sysmobench.generators import CLASSES, EXAMPLE_OF, HttpEndpoint, extract_module, spec_prompt
 
 
-def test_prompt_has_the_code_and_interface_but_not_the_reference():
-    system = specs.systems(2, 2, 2)["mutex"]
-    prompt = spec_prompt(system)
-    assert "class WaitQueueMutex" in prompt and "Handoff(p)" in prompt and "VARIABLES owner, queue, pc" in prompt
-    reference = specs.render(specs.MUTEX)
-    for line in reference.splitlines()[4:-2]:     # every definition of the reference spec
-        assert line not in prompt
+def test_prompt_has_the_code_and_interface_and_another_systems_reference_never_its_own():
+    every = specs.systems(2, 2, 2)
+    for name, example in EXAMPLE_OF.items():
+        assert example != name
+        prompt = spec_prompt(every[name], every[example])
+        assert f"class {CLASSES[name].__name__}" in prompt and f"class {CLASSES[example].__name__}" not in prompt
+        assert f"VARIABLES {', '.join(every[name].variables)}" in prompt
+        assert specs.render(specs.REFERENCE[example]) in prompt          # the worked example
+        for line in specs.render(specs.REFERENCE[name]).splitlines()[4:-2]:   # every definition of its own
+            assert line not in prompt
+    with pytest.raises(ValueError, match="another system"):
+        spec_prompt(every["mutex"], every["mutex"])
 
 
 def test_extract_module_keeps_only_the_module():
     reply = "Here it is:\n---- MODULE Spinlock ----\nVARIABLE x\n====\nHope it helps."
     assert extract_module(reply) == "---- MODULE Spinlock ----\nVARIABLE x\n===="
     assert extract_module("  no module at all ") == "no module at all"
+    # a reply cut before the module's end is closed; text before the header is dropped
+    assert extract_module("ok\n---- MODULE Mutex ----\nVARIABLES owner\nInit == owner = 0\n") == \
+        "---- MODULE Mutex ----\nVARIABLES owner\nInit == owner = 0\n===="
 
 
 class _Stub(BaseHTTPRequestHandler):

@@ -43,6 +43,32 @@ def test_reference_scores_one_on_every_metric(tools, name):
     assert scores.whole_module_parses
 
 
+@pytest.mark.parametrize("name", ["spinlock", "mutex", "ringbuffer"])
+def test_the_reference_renamed_or_reordered_scores_one_on_every_metric(tools, name):
+    ref = specs.REFERENCE[name]
+    mapping = {v: specs.RENAMING[v] for v in ref.variables}
+    system = specs.systems(2, 2, 2)[name]
+    traces = real_traces(name)
+    renamed_traces = [[{mapping[k]: v for k, v in s.items()} for s in tr] for tr in traces]
+    renamed = metrics.score(tools, specs.rename_system(system, mapping),
+                            specs.render(specs.rename_variables(ref, mapping)), renamed_traces, SIM)
+    assert renamed.as_dict() == {"syntax": 1.0, "runtime": 1.0, "conformance": 1.0, "invariants": 1.0}
+    reordered = metrics.score(tools, system, specs.render(specs.reorder(ref, np.random.default_rng(4))), traces, SIM)
+    assert reordered.as_dict() == {"syntax": 1.0, "runtime": 1.0, "conformance": 1.0, "invariants": 1.0}
+
+
+@pytest.mark.parametrize("site", ["Produce: without count < Cap", "Consume: count > 0 weakened to count >= 0"])
+def test_bounded_ring_buffer_drop_guard_is_violated_within_the_limit(tla_tools_asset, site):
+    # without the state bound these mutants' counters grow without end and TLC runs into its limit
+    tools = Tools(load_tla_tools(tla_tools_asset), "java", 256, 10.0)
+    ring = specs.systems(3, 3, 2)["ringbuffer"]
+    start = time.monotonic()
+    invariants, outcome = metrics.invariants_score(tools, ring, mutant(specs.RINGBUFFER, "drop_guard", site))
+    # TypeOK (the count leaves 0..Cap) and OccupiedSlots fail; TailFollowsHead still holds
+    assert outcome == "violated" and invariants == pytest.approx(1 / 3)
+    assert time.monotonic() - start < 10
+
+
 def test_rename_variable_is_caught_by_syntax_per_action(tools, spinlock):
     text = mutant(specs.SPINLOCK, "rename_variable", "Release: pc in guard 1")
     syntax, whole = metrics.syntax_score(tools, spinlock, text)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from stages.sysmobench import mutation, specs
@@ -44,10 +46,59 @@ def test_swap_update_never_borrows_a_parameter_the_action_lacks():
 
 
 def test_draw_mutants_is_seeded_and_without_replacement():
-    a = mutation.draw_mutants(specs.MUTEX, "swap_update", 3, np.random.default_rng(1))
-    b = mutation.draw_mutants(specs.MUTEX, "swap_update", 3, np.random.default_rng(1))
+    a = mutation.draw_mutants(specs.MUTEX, "swap_update", 3, 0, np.random.default_rng(1))
+    b = mutation.draw_mutants(specs.MUTEX, "swap_update", 3, 0, np.random.default_rng(1))
     assert [m.site for m in a] == [m.site for m in b] and len({m.site for m in a}) == 3
-    assert len(mutation.draw_mutants(specs.SPINLOCK, "remove_action", 5, np.random.default_rng(1))) == 2
+    assert len(mutation.draw_mutants(specs.SPINLOCK, "remove_action", 5, 0, np.random.default_rng(1))) == 2
+
+
+def test_deal_sites_by_hand():
+    order = np.array([4, 0, 3, 1, 2])
+    assert mutation.deal_sites(5, 2, 0, order) == [0, 4]      # places 0, 1
+    assert mutation.deal_sites(5, 2, 1, order) == [1, 3]      # places 2, 3
+    assert mutation.deal_sites(5, 2, 2, order) == [2, 4]      # places 4, 0 (the pool wraps)
+    assert mutation.deal_sites(2, 3, 7, order) == [0, 1]      # fewer sites than asked: all of them
+
+
+def test_seeds_draw_different_mutants_where_the_pool_allows():
+    for op in ("type_error", "swap_update", "drop_guard"):
+        drawn = [{m.site for m in mutation.draw_mutants(specs.MUTEX, op, 2, s, np.random.default_rng(9))}
+                 for s in range(3)]
+        assert len(mutation.SITES[op](specs.MUTEX)) >= 6
+        assert drawn[0].isdisjoint(drawn[1]) and drawn[1].isdisjoint(drawn[2]) and drawn[0].isdisjoint(drawn[2])
+    ring = [{m.site for m in mutation.draw_mutants(specs.RINGBUFFER, "drop_guard", 2, s, np.random.default_rng(9))}
+            for s in range(2)]
+    assert ring[0] != ring[1] and len(ring[0] | ring[1]) == 4  # 4 guard sites, dealt 2 and 2
+
+
+def test_drop_guard_also_weakens_strict_bounds():
+    sites = [m.site for m in mutation.drop_guard(specs.RINGBUFFER)]
+    assert sites == ["Produce: without count < Cap", "Produce: count < Cap weakened to count <= Cap",
+                     "Consume: without count > 0", "Consume: count > 0 weakened to count >= 0"]
+    weak = next(m for m in mutation.drop_guard(specs.RINGBUFFER) if "<=" in m.site)
+    assert "Produce(v) == count <= Cap /\\ " in specs.render(weak.spec)
+
+
+def test_renaming_is_consistent_and_complete():
+    mapping = {v: specs.RENAMING[v] for v in specs.MUTEX.variables}
+    text = specs.render(specs.rename_variables(specs.MUTEX, mapping))
+    assert "VARIABLES holder, waiters, where" in text
+    assert "Head(waiters)" in text and "Tail(waiters)" in text          # operators keep their names
+    for old in specs.MUTEX.variables:
+        assert not re.search(rf"\b{old}\b", text.split("\n", 3)[3])    # no old name after the header lines
+    system = specs.rename_system(specs.systems(2, 2, 2)["mutex"], mapping)
+    assert system.variables == ("holder", "waiters", "where") and "Len(waiters)" in system.bound
+    assert system.invariants["NoWaitersWhenFree"] == "holder = 0 => waiters = <<>>"
+    assert specs.rename_in("count + counter", {"count": "used"}) == "used + counter"
+
+
+def test_reorder_keeps_every_conjunct_and_disjunct_and_changes_the_text():
+    for spec in specs.REFERENCE.values():
+        new = specs.reorder(spec, np.random.default_rng(0))
+        assert specs.render(new) != specs.render(spec) and sorted(new.in_next) == sorted(spec.in_next)
+        for a in spec.actions:
+            b = new.action(a.name)
+            assert sorted(b.guards) == sorted(a.guards) and sorted(b.updates) == sorted(a.updates)
 
 
 def test_definitions_and_header_split_a_module():

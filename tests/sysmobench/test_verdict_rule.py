@@ -1,4 +1,5 @@
-"""The verdict rule of params.yaml on made-up score tables gives each verdict; the gate closes every claim."""
+"""The verdict rule of params.yaml on made-up score tables gives each verdict; the gate closes every claim; a
+text-diff metric, a blind metric and a metric that rejects everything cannot be reproduced."""
 
 from __future__ import annotations
 
@@ -8,71 +9,94 @@ import pytest
 from stages.core.report import decide_claim
 from stages.sysmobench.config import load_report
 from stages.sysmobench.mutation import OPERATORS, TARGET_METRIC
-from stages.sysmobench.report import CARD, caught_share, gated_verdict, ordering_share, verdict_metrics
+from stages.sysmobench.report import CARD, gated_verdict, verdict_metrics
 from tests.conftest import ROOT
 
 METRIC_NAMES = ("syntax", "runtime", "conformance", "invariants")
+RUNS = "sany=ok runtime={runtime} conformance={conformance} invariants={invariants}"
 
 
-def row(seed: int, kind: str, op: str, scores: dict[str, float], equivalent: bool = False) -> dict:
-    return {"seed_index": seed, "system": "spinlock", "candidate": 0, "kind": kind, "operator": op, "site": "",
-            "equivalent": equivalent, "whole_module_parses": True, **scores, "outcomes": "", "spec": ""}
+def row(seed: int, kind: str, op: str, scores: dict[str, float], equivalent: bool = False,
+        outcomes: str | None = None) -> dict:
+    if outcomes is None:  # a decided run for every metric: an invariant below 1 is a reported violation
+        outcomes = RUNS.format(runtime="ok", conformance="ok",
+                               invariants="violated" if scores["invariants"] < 1 else "ok")
+    return {"seed_index": seed, "system": "spinlock", "candidate": 0, "kind": kind, "operator": op, "site": op,
+            "renaming": "{}", "equivalent": equivalent, "whole_module_parses": True, **scores, "outcomes": outcomes,
+            "spec": ""}
+
+
+def ones() -> dict[str, float]:
+    return {m: 1.0 for m in METRIC_NAMES}
 
 
 def table(seeds: list[str]) -> pd.DataFrame:
-    """Per seed: 'good' (references 1, every mutant caught by its metric, ordered), 'blind' (no metric catches
-    anything), 'mixed' (syntax and runtime catch theirs, conformance and invariants miss), 'broken' (the
-    reference fails a metric)."""
+    """Per seed: 'good' (references 1, every mutant caught by its metric, ordered, specs with the reference's
+    behaviour left at 1), 'wrong' (no mutant caught by its target, the ordering inverted, the renamed reference
+    caught), 'textdiff' (every changed text scores below 1 on every metric), 'limit' (as good, but the invariant
+    check of every drop_guard mutant stopped by its time limit), 'broken' (the reference fails a metric)."""
     rows = []
     for s, kind in enumerate(seeds):
-        ref = {m: 1.0 for m in METRIC_NAMES}
+        ref = ones()
         if kind == "broken":
             ref["conformance"] = 0.5
         rows.append(row(s, "reference", "none", ref))
+        for neutral in ("renamed", "reordered"):
+            scores = ones()
+            if kind == "wrong":
+                scores["runtime"] = 0.5
+            if kind == "textdiff":
+                scores = {m: 0.5 for m in METRIC_NAMES}
+            rows.append(row(s, neutral, "none", scores))
+        rows.append(row(s, "mutant", "drop_guard", ones(), equivalent=True))
         for op in OPERATORS:
-            scores = {m: 1.0 for m in METRIC_NAMES}
+            scores, outcomes = ones(), None
             target = TARGET_METRIC[op]
-            caught = kind in ("good", "broken") or (kind == "mixed" and target in ("syntax", "runtime"))
-            if caught:  # a caught mistake lowers its metric and (the paper's order) the ones after it
+            if kind in ("good", "broken", "limit"):
                 order = ["syntax", "runtime", "conformance"]
                 for m in order[order.index(target):] if target in order else [target]:
                     scores[m] = 0.5
-            rows.append(row(s, "mutant", op, scores))
-        rows.append(row(s, "mutant", "drop_guard", {m: 1.0 for m in METRIC_NAMES}, equivalent=True))
+                if kind == "limit" and op == "drop_guard":
+                    scores["invariants"] = 0.0
+                    outcomes = RUNS.format(runtime="ok", conformance="ok", invariants="timeout")
+            elif kind == "wrong":       # each mistake seen by a metric not meant for it, out of the paper's order
+                scores["syntax" if op == "type_error" else "runtime"] = 0.5
+            elif kind == "textdiff":
+                scores = {m: 0.5 for m in METRIC_NAMES}
+            rows.append(row(s, "mutant", op, scores, outcomes=outcomes))
     return pd.DataFrame(rows)
 
 
-def verdict_of(seeds: list[str]) -> str:
+def claim_of(seeds: list[str]):
     cfg = load_report(ROOT / "params.yaml")
     per_seed = verdict_metrics(table(seeds), list(OPERATORS))
     claim = decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(len(seeds))), profile="default", timings={})
-    return gated_verdict(claim, cfg.gates).verdict
+    return gated_verdict(claim, cfg.gates)
 
 
 @pytest.mark.parametrize(("seeds", "expected"), [
     (["good"] * 3, "reproduced"),
-    (["blind"] * 3, "not_reproduced"),
-    (["mixed"] * 3, "partly"),
-    (["good", "blind", "good"], "inconclusive"),    # seeds disagree on every claim
+    (["wrong"] * 3, "not_reproduced"),
+    (["textdiff"] * 3, "partly"),                   # catches everything, but also the specs that are right
+    (["limit"] * 3, "partly"),                      # a time limit is not a catch
+    (["good", "wrong", "good"], "inconclusive"),    # seeds disagree on every claim
     (["broken"] * 3, "inconclusive"),               # the gate fails: a metric rejects a correct spec
     (["good"] * 2, "inconclusive"),                 # too few seeds
 ])
 def test_each_verdict(seeds, expected):
-    assert verdict_of(seeds) == expected
+    assert claim_of(seeds).verdict == expected
 
 
-def test_shares_by_hand():
-    t = pd.DataFrame([row(0, "mutant", "drop_guard", {"syntax": 1, "runtime": 1, "conformance": 1, "invariants": .5}),
-                      row(0, "mutant", "drop_guard", {"syntax": 1, "runtime": 1, "conformance": 1, "invariants": 1}),
-                      row(0, "mutant", "remove_action", {"syntax": 1, "runtime": .5, "conformance": .8,
-                                                         "invariants": 1})])
-    assert caught_share(t, "drop_guard") == 0.5
-    assert caught_share(t, "remove_action") == 1.0
-    assert ordering_share(t) == 0.5  # of the two caught mutants, the remove_action one has conformance above runtime
-    vm = verdict_metrics(pd.concat([t, pd.DataFrame([row(0, "reference", "none", {m: 1.0 for m in METRIC_NAMES})])]),
-                         ["drop_guard", "remove_action", "swap_update"])
-    assert vm["caught_swap_update"] == [None]         # no mutant of the kind: the check cannot pass on that seed
-    assert vm["reference_min_score"] == [1.0] and vm["mutant_mean_runtime"] == [pytest.approx(2.5 / 3)]
+def test_the_text_diff_metric_fails_exactly_the_specificity_check():
+    status = {c.name: c.status for c in claim_of(["textdiff"] * 3).checks}
+    assert [n for n, s in status.items() if s == "fails"] == [
+        n for n in status if "reference's behaviour" in n]
+
+
+def test_wiring_operators_are_not_in_the_verdict():
+    metrics = {c.metric for c in load_report(ROOT / "params.yaml").verdict.checks}
+    assert "caught_rename_variable" not in metrics and "caught_remove_action" not in metrics
+    assert {"caught_drop_guard", "specificity_min_share", "ordering_share"} <= metrics
 
 
 def test_a_metric_that_rejects_everything_cannot_pass():
