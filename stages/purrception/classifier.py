@@ -10,13 +10,13 @@ import lightning
 import torch
 from torch.nn import functional as F
 
+from stages.core.image_metrics import FeatureNet
 from stages.core.io import atomic_dir, save_safetensors, write_json
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.purrception.config import PAPER, ClassifierConfig, load_classifier
 from stages.purrception.io import N_CLASSES, read_images
-from stages.purrception.metrics import FeatureNet
 
 
 @dataclass(frozen=True)

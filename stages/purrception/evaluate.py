@@ -17,6 +17,7 @@ import torch
 from tqdm import tqdm
 
 from stages.core.gx import validate_table
+from stages.core.image_metrics import FeatureNet, embed_all, frechet_distance, load_feature_net, precision_recall
 from stages.core.io import atomic_path, read_json, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
@@ -24,8 +25,7 @@ from stages.core.threads import cap_threads
 from stages.purrception.config import PAPER, EvaluateInputs, load_evaluate
 from stages.purrception.expectations import fid_curve_suite
 from stages.purrception.flow_matching import flow_codebook, load_generator, sample_codes
-from stages.purrception.io import load_feature_net, read_codes, read_images
-from stages.purrception.metrics import FeatureNet, embed_all, frechet_distance, precision_recall
+from stages.purrception.io import read_codes, read_images
 from stages.purrception.vq import VQVAE, load_tokenizer_model, tokenize
 
 

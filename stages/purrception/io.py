@@ -1,7 +1,6 @@
-"""Readers shared by the purrception steps: the image array with its index, the code grids, the feature net.
+"""Readers shared by the purrception steps: the image array with its index and the code grids.
 
-:func:`load_feature_net` loads the Fashion-MNIST classifier whose penultimate features the Fréchet distance
-uses; other papers that score images of the same asset can load it from its folder the same way.
+The feature net of the Fréchet distance and its loader are in :mod:`stages.core.image_metrics`.
 """
 
 from __future__ import annotations
@@ -13,10 +12,9 @@ import pandas as pd
 import torch
 
 from stages.core.gx import validate_table
-from stages.core.io import load_safetensors, read_json, read_parquet
+from stages.core.io import read_parquet
 from stages.purrception.config import PAPER
 from stages.purrception.expectations import codes_suite, image_index_suite
-from stages.purrception.metrics import FeatureNet
 
 N_CLASSES = 10  # Fashion-MNIST and sklearn digits both have ten classes
 
@@ -46,11 +44,3 @@ def read_codes(path: Path, codebook_size: int, seq_len: int, split: str = "train
     validate_table(table, f"{PAPER}.codes", codes_suite(len(table), codebook_size, seq_len))
     rows = table[table.split == split].sort_values(["image", "pos"])
     return torch.as_tensor(rows.code.to_numpy(), dtype=torch.long).reshape(-1, seq_len)
-
-
-def load_feature_net(folder: Path) -> FeatureNet:
-    """The trained feature net of the Fréchet distance (``classifier.safetensors``, ``manifest.json``), eval mode."""
-    m = read_json(Path(folder) / "manifest.json")
-    net = FeatureNet(m["image_size"], m["channels"], m["feature_dim"], m["n_classes"])
-    net.load_state_dict(load_safetensors(Path(folder) / "classifier.safetensors"))
-    return net.eval()

@@ -15,12 +15,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from tqdm import tqdm
 
 from stages.core.gx import validate_table
+from stages.core.image_metrics import FeatureNet, embed_all, frechet_distance, load_feature_net, precision_recall
 from stages.core.io import atomic_path, read_json, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.purrception.io import load_feature_net
-from stages.purrception.metrics import FeatureNet, embed_all, frechet_distance, precision_recall
 from stages.ssg.config import PAPER, EvaluateConfig, EvaluateInputs, load_evaluate
 from stages.ssg.expectations import results_suite
 from stages.ssg.guidance import Arm, Cost, sample, scale_high_frequency_share

@@ -110,6 +110,17 @@ def test_steps_are_leaves_no_module_imports_a_step():
                               "and writers it needs into the paper's io.py (assets: stages/assets/loaders.py)")
 
 
+def test_no_paper_imports_another_papers_code():
+    """Shared code lives in stages/core or stages/assets; a paper reads another paper's outputs, never its code,
+    so editing one paper never reruns another."""
+    papers = _paper_folders()
+    for paper in sorted(papers):
+        for f in sorted((ROOT / "stages" / paper).rglob("*.py")):
+            foreign = {m for m in imports_of(f) if m.split(".")[1:2] and m.split(".")[1] in papers - {paper}}
+            assert not foreign, (f"{f.relative_to(ROOT)} imports {sorted(foreign)}: move what both papers use "
+                                 "into stages/core (or stages/assets/loaders.py)")
+
+
 def test_params_deps_are_the_sections_each_loader_reads():
     stages = _stages()
     assert stages["matrix_denoising-report"]["params"] == [

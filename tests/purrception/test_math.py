@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 import torch
 
+from stages.core.image_metrics import frechet_distance, precision_recall
 from stages.purrception.evaluate import marginal_codes
 from stages.purrception.flow_matching import (
     FlowTransformer,
@@ -18,7 +19,6 @@ from stages.purrception.flow_matching import (
     velocity_from_endpoint,
     z_loss,
 )
-from stages.purrception.metrics import frechet_distance, precision_recall
 from stages.purrception.report import loss_rows, pick_columns, speedup, steps_to_target
 from stages.purrception.vq import VQVAE, codebook_perplexity, nearest_code
 

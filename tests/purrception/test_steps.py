@@ -61,7 +61,7 @@ def test_evaluate_scores_every_checkpoint_both_purrception_samplers_and_the_temp
 
 
 def test_the_feature_net_loads_from_its_folder_and_embeds(smoke_repo):
-    from stages.purrception.io import load_feature_net
+    from stages.core.image_metrics import load_feature_net
 
     folder = smoke_repo.paths(f"{PAPER}-classifier").classifier
     cfg = smoke_repo.config(f"{PAPER}-classifier")

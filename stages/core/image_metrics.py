@@ -3,15 +3,20 @@
 The Fréchet distance of Heusel et al. (2017) between Gaussians fitted to features, and the
 k-NN precision/recall of Kynkäänniemi et al. (2019). The features are the penultimate layer
 of :class:`FeatureNet` trained on the same images, not Inception-v3, so the numbers are not
-comparable with ImageNet FIDs.
+comparable with ImageNet FIDs. purrception trains the Fashion-MNIST feature net; every paper that
+scores images of that asset loads it with :func:`load_feature_net` (ssg does).
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 import scipy.linalg
 import torch
 from torch import nn
+
+from stages.core.io import load_safetensors, read_json
 
 
 class FeatureNet(nn.Module):
@@ -68,3 +73,11 @@ def precision_recall(real: np.ndarray, fake: np.ndarray, k: int) -> tuple[float,
     precision = float((d <= knn_radii(real, k)[None]).any(axis=1).mean())
     recall = float((d.T <= knn_radii(fake, k)[None]).any(axis=1).mean())
     return precision, recall
+
+
+def load_feature_net(folder: Path) -> FeatureNet:
+    """The trained feature net of the Fréchet distance (``classifier.safetensors``, ``manifest.json``), eval mode."""
+    m = read_json(Path(folder) / "manifest.json")
+    net = FeatureNet(m["image_size"], m["channels"], m["feature_dim"], m["n_classes"])
+    net.load_state_dict(load_safetensors(Path(folder) / "classifier.safetensors"))
+    return net.eval()
