@@ -17,6 +17,7 @@ PAPER = "mvcustom"
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
     "gt_mse_change_dfr_lcc_over_plain",
+    "gt_mse_warp_minus_dfr_lcc",
     "gt_mse_warp_minus_plain",
     "identity_dfr_lcc_minus_plain",
     "pose_accuracy_dfr_lcc",

@@ -70,12 +70,30 @@ def render_to_pose(image: np.ndarray, depth: np.ndarray, src: Camera, dst: Camer
     return out.reshape(image.shape), visible.reshape(s, s), out_depth.reshape(s, s)
 
 
+def bilinear(image: np.ndarray, row: np.ndarray, col: np.ndarray) -> np.ndarray:
+    """Bilinear samples (c, n) of ``image`` (c, s, s) at continuous pixel coordinates inside [0, s − 1]."""
+    s = image.shape[-1]
+    r0, c0 = np.clip(np.floor(row).astype(int), 0, s - 2), np.clip(np.floor(col).astype(int), 0, s - 2)
+    fr, fc = row - r0, col - c0
+    return (image[:, r0, c0] * (1 - fr) * (1 - fc) + image[:, r0 + 1, c0] * fr * (1 - fc)
+            + image[:, r0, c0 + 1] * (1 - fr) * fc + image[:, r0 + 1, c0 + 1] * fr * fc)
+
+
 def reprojection_error(image_a: np.ndarray, depth_a: np.ndarray, cam_a: Camera, image_b: np.ndarray,
-                       cam_b: Camera) -> tuple[float, int]:
-    """Mean absolute difference between view a rendered to pose b (with a's depth) and view b, over the
-    pixels a's rendering covers: (error, pixels compared)."""
-    rendered, visible, _ = render_to_pose(image_a, depth_a, cam_a, cam_b, supersample=1)
-    n = int(visible.sum())
+                       depth_b: np.ndarray, cam_b: Camera, tolerance: float = 0.05) -> tuple[float, int]:
+    """Mean absolute difference between view b and view a sampled where b's surface points project into a
+    (b's depth unprojected, projected into a, a sampled bilinearly), over the points a also sees (a's depth
+    there agrees with the point's within ``tolerance``, relative). Returns (error, points compared)."""
+    s = cam_a.size
+    points, _ = unproject(depth_b, cam_b)
+    row, col, z = project(points, cam_a)
+    inside = np.isfinite(row) & np.isfinite(col) & (z > 1e-6) & (row >= 0) & (row <= s - 1) & (col >= 0) \
+        & (col <= s - 1)
+    row, col, z = row[inside], col[inside], z[inside]
+    seen = np.abs(bilinear(depth_a[None], row, col)[0] - z) <= tolerance * z
+    n = int(seen.sum())
     if n == 0:
         return float("nan"), 0
-    return float(np.abs(rendered - image_b)[:, visible].mean()), n
+    sampled = bilinear(image_a, row[seen], col[seen])
+    target = image_b.reshape(image_b.shape[0], -1)[:, np.flatnonzero(inside)[seen]]
+    return float(np.abs(sampled - target).mean()), n

@@ -19,9 +19,10 @@ def gt_mse(generated: np.ndarray, truth: np.ndarray) -> float:
 
 
 def reprojection_consistency(views: np.ndarray, depths: np.ndarray, cams: list[Camera]) -> float:
-    """Mean over ordered pairs (i, j), i ≠ j, of |render_{i→j}(view i) − view j| over the pixels i covers at pose j,
-    rendering with the TRUE depth of pose i (the geometry the views should share); lower is more consistent."""
-    errors = [reprojection_error(views[i], depths[i], cams[i], views[j], cams[j])[0]
+    """Mean over ordered pairs (i, j), i ≠ j, of |view i sampled at view j's surface points − view j| over the
+    surface both poses see, with the TRUE depths of the poses (the geometry the views should share); lower is
+    more consistent."""
+    errors = [reprojection_error(views[i], depths[i], cams[i], views[j], depths[j], cams[j])[0]
               for i, j in itertools.permutations(range(len(cams)), 2)]
     errors = [e for e in errors if np.isfinite(e)]
     return float(np.mean(errors)) if errors else float("nan")

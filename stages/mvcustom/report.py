@@ -62,6 +62,7 @@ def verdict_metrics(results: pd.DataFrame, evaluation: dict[str, Any]) -> dict[s
             .tolist(),
             "reproj_gain_dfr_lcc_over_plain": (1 - m["reproj_error"]["dfr_lcc"] / m["reproj_error"]["plain"]).tolist(),
             "gt_mse_change_dfr_lcc_over_plain": (m["gt_mse"]["dfr_lcc"] / m["gt_mse"]["plain"] - 1).tolist(),
+            "gt_mse_warp_minus_dfr_lcc": (m["gt_mse"]["warp_only"] - m["gt_mse"]["dfr_lcc"]).tolist(),
             "identity_dfr_lcc_minus_plain": (m["identity"]["dfr_lcc"] - m["identity"]["plain"]).tolist(),
             "pose_accuracy_plain": m["pose_accuracy"]["plain"].tolist(),
             "pose_accuracy_dfr_lcc": m["pose_accuracy"]["dfr_lcc"].tolist()}

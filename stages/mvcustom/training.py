@@ -64,7 +64,10 @@ def fit(model: MultiViewDenoiser, images: torch.Tensor, poses: torch.Tensor, alp
         data = torch.utils.data.TensorDataset(images.repeat(reps, 1, 1, 1, 1), poses.repeat(reps, 1, 1))
     loader = torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=True, drop_last=True,
                                          generator=torch.Generator().manual_seed(seed))
-    build_trainer(trainer, max_epochs=-1).fit(module, loader)
+    from lightning.pytorch.callbacks import TQDMProgressBar
+
+    bar = [TQDMProgressBar(refresh_rate=max(1, trainer.max_steps // 100))] if trainer.enable_progress_bar else []
+    build_trainer(trainer, max_epochs=-1, callbacks=bar).fit(module, loader)
     model.eval()
     return module.log_rows
 
