@@ -70,6 +70,8 @@ class PretrainConfig(Section):
     diffusion_steps: int = Field(ge=10, le=4000)
     batch_size: int = Field(ge=1, le=1024)
     lr: float = Field(gt=0, le=1)
+    lr_floor: float = Field(gt=0, le=1)        # the learning rate decays along a cosine to lr_floor x lr
+    ema_decay: float = Field(ge=0, lt=1)       # moving average of the weights (0 = none); the model saved is the average
     trainer: TrainerConfig
     max_threads: MaxThreads
 

@@ -46,7 +46,7 @@ def run(cfg: PretrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     seed = derive_seed(ctx.seed, PAPER, "pretrain")
     model = new_denoiser(cfg.image_size, p.channels, p.heads, seed)
     alpha_bar = cosine_alpha_bar(p.diffusion_steps)
-    log = fit(model, images, pose, alpha_bar, p.batch_size, p.lr, MAX_REFS, p.trainer, seed)
+    log = fit(model, images, pose, alpha_bar, p.batch_size, p.lr, MAX_REFS, p.trainer, seed, p.ema_decay, p.lr_floor)
     table = pd.DataFrame(log)
     validate_table(table, f"{PAPER}.train_log", train_log_suite(len(table)))
     write_parquet(table, paths.train_log)

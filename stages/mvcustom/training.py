@@ -8,6 +8,8 @@ of unseen poses with every reference joined.
 
 from __future__ import annotations
 
+import copy
+import math
 from pathlib import Path
 
 import lightning
@@ -25,13 +27,31 @@ def random_roles(batch: int, n_views: int, max_refs: int, gen: torch.Generator) 
     return order, torch.arange(n_views)[None] < k
 
 
+def cosine_lr_factor(step: int, total: int, floor: float) -> float:
+    """Learning-rate multiplier decaying from 1 at step 0 to ``floor`` at ``total`` along half a cosine."""
+    return floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * min(step, total) / max(total, 1)))
+
+
+def ema_update(ema: torch.nn.Module, model: torch.nn.Module, decay: float) -> None:
+    """θ_ema ← decay · θ_ema + (1 − decay) · θ, parameter by parameter (exponential moving average of weights)."""
+    with torch.no_grad():
+        for pe, pm in zip(ema.parameters(), model.parameters(), strict=True):
+            pe.lerp_(pm, 1 - decay)
+
+
 class DenoiserModule(lightning.LightningModule):
-    """The denoising loss on batches of (images in [-1, 1] (b, v, 3, s, s), poses (b, v, 2) in degrees)."""
+    """The denoising loss on batches of (images in [-1, 1] (b, v, 3, s, s), poses (b, v, 2) in degrees).
+
+    With ``lr_floor`` < 1 the learning rate decays along a cosine to ``lr_floor`` × lr over the run; with
+    ``ema_decay`` > 0 an exponential moving average of the weights is kept (and used by :func:`fit`).
+    """
 
     def __init__(self, model: MultiViewDenoiser, alpha_bar: torch.Tensor, lr: float, max_refs: int,
-                 seed: int, log_every: int) -> None:
+                 seed: int, log_every: int, ema_decay: float = 0.0, lr_floor: float = 1.0) -> None:
         super().__init__()
         self.model, self.lr, self.max_refs, self.log_every = model, lr, max_refs, log_every
+        self.ema_decay, self.lr_floor = ema_decay, lr_floor
+        self.ema = copy.deepcopy(model).requires_grad_(False) if ema_decay > 0 else None
         self.register_buffer("alpha_bar", alpha_bar)
         self.gen = torch.Generator().manual_seed(seed)
         self.log_rows: list[dict[str, float]] = []
@@ -49,15 +69,25 @@ class DenoiserModule(lightning.LightningModule):
             self.log_rows.append({"step": step, "loss": float(loss.detach())})
         return loss
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=0.0)
+    def on_train_batch_end(self, outputs: object, batch: object, batch_idx: int) -> None:
+        if self.ema is not None:
+            ema_update(self.ema, self.model, self.ema_decay)
+
+    def configure_optimizers(self) -> dict[str, object]:
+        opt = torch.optim.AdamW(self.model.parameters(), lr=self.lr, weight_decay=0.0)
+        total = self.trainer.max_steps
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: cosine_lr_factor(s, total, self.lr_floor))
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
 def fit(model: MultiViewDenoiser, images: torch.Tensor, poses: torch.Tensor, alpha_bar: torch.Tensor,
-        batch_size: int, lr: float, max_refs: int, trainer: TrainerConfig, seed: int) -> list[dict[str, float]]:
-    """Train ``model`` in place on scenes (n, v, 3, s, s) in [-1, 1] with poses (n, v, 2); the logged losses."""
+        batch_size: int, lr: float, max_refs: int, trainer: TrainerConfig, seed: int, ema_decay: float = 0.0,
+        lr_floor: float = 1.0) -> list[dict[str, float]]:
+    """Train ``model`` in place on scenes (n, v, 3, s, s) in [-1, 1] with poses (n, v, 2); the logged losses.
+
+    With ``ema_decay`` > 0 the model ends with the moving average of its weights."""
     lightning.seed_everything(seed % 2**32, workers=True, verbose=False)
-    module = DenoiserModule(model, alpha_bar, lr, max_refs, seed, max(1, trainer.max_steps // 50))
+    module = DenoiserModule(model, alpha_bar, lr, max_refs, seed, max(1, trainer.max_steps // 50), ema_decay, lr_floor)
     data = torch.utils.data.TensorDataset(images, poses)
     if len(data) < batch_size:   # a single subject: its views repeated, each copy with its own roles and noise
         reps = -(-batch_size // len(data))
@@ -68,6 +98,8 @@ def fit(model: MultiViewDenoiser, images: torch.Tensor, poses: torch.Tensor, alp
 
     bar = [TQDMProgressBar(refresh_rate=max(1, trainer.max_steps // 100))] if trainer.enable_progress_bar else []
     build_trainer(trainer, max_epochs=-1, callbacks=bar).fit(module, loader)
+    if module.ema is not None:
+        model.load_state_dict(module.ema.state_dict())
     model.eval()
     return module.log_rows
 

@@ -26,7 +26,7 @@ from stages.mvcustom.inference import (
 )
 from stages.mvcustom.metrics import colour_histogram, gt_mse, identity_similarity, pose_accuracy
 from stages.mvcustom.scene import Camera
-from stages.mvcustom.training import random_roles
+from stages.mvcustom.training import cosine_lr_factor, ema_update, random_roles
 
 
 def test_cosine_schedule_by_hand():
@@ -110,6 +110,26 @@ def test_random_roles_give_at_least_one_reference_and_one_target():
     assert bool((is_ref.sum(1) >= 1).all() and (is_ref.sum(1) <= 3).all())
     assert sorted(order[0].tolist()) == [0, 1, 2, 3]
     assert bool(is_ref[:, 0].all()) and not bool(is_ref[:, 3].any())
+
+
+def test_cosine_lr_factor_by_hand():
+    assert cosine_lr_factor(0, 100, 0.1) == pytest.approx(1.0)
+    assert cosine_lr_factor(50, 100, 0.1) == pytest.approx(0.55)          # 0.1 + 0.9 * 0.5 * (1 + cos(pi/2))
+    assert cosine_lr_factor(100, 100, 0.1) == pytest.approx(0.1)
+    assert cosine_lr_factor(150, 100, 0.1) == pytest.approx(0.1)          # held at the floor after the run
+    assert cosine_lr_factor(30, 100, 1.0) == pytest.approx(1.0)           # floor 1: constant
+
+
+def test_ema_update_by_hand():
+    ema, model = torch.nn.Linear(1, 1, bias=False), torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        ema.weight.fill_(1.0)
+        model.weight.fill_(3.0)
+    ema_update(ema, model, 0.9)
+    assert float(ema.weight) == pytest.approx(0.9 * 1.0 + 0.1 * 3.0)
+    ema_update(ema, model, 0.9)
+    assert float(ema.weight) == pytest.approx(0.9 * 1.2 + 0.1 * 3.0)
+    assert float(model.weight) == 3.0
 
 
 def test_nearest_reference_by_viewing_direction():
