@@ -71,7 +71,7 @@ class PretrainConfig(Section):
     batch_size: int = Field(ge=1, le=1024)
     lr: float = Field(gt=0, le=1)
     lr_floor: float = Field(gt=0, le=1)        # the learning rate decays along a cosine to lr_floor x lr
-    ema_decay: float = Field(ge=0, lt=1)       # moving average of the weights (0 = none); the model saved is the average
+    ema_decay: float = Field(ge=0, lt=1)       # moving average of the weights (0 = none), the model saved
     trainer: TrainerConfig
     max_threads: MaxThreads
 

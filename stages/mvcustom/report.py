@@ -80,14 +80,17 @@ def reading(results: pd.DataFrame, window: float, n_seeds: int) -> dict[str, Any
               "pose accuracy": bool(m["pose_accuracy"]["dfr_lcc"].mean() > m["pose_accuracy"]["plain"].mean())}
 
     def seeds(flags: np.ndarray) -> str:
-        return "every seed" if flags.all() else "no seed" if not flags.any() else f"{int(flags.sum())} of {n_seeds} seeds"
+        if flags.all() or not flags.any():
+            return "every seed" if flags.all() else "no seed"
+        return f"{int(flags.sum())} of {n_seeds} seeds"
 
     return {"plain_beats_floor": seeds(plain_beats_floor), "gate_holds": bool(plain_beats_floor.all()),
             "both_beats_floor": seeds(both_beats_floor),
             "both_consistency_vs_floor": ("below" if m["reproj_error"]["dfr_lcc"].mean()
                                           < m["reproj_error"]["warp_only"].mean() else "above"),
             "improved": [k for k, v in better.items() if v], "not_improved": [k for k, v in better.items() if not v],
-            "lcc_adds_to_dfr": [k for k, a in (("consistency", "reproj_error"), ("ground-truth error", "gt_mse"))
+            "lcc_adds_to_dfr": [k for k, a in (("the reprojection error", "reproj_error"),
+                                               ("the ground-truth error", "gt_mse"))
                                 if (m[a]["dfr_lcc"] < m[a]["dfr"]).all()]}
 
 
@@ -184,6 +187,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  arm_rows=arm_rows(results, window, n_seeds), seed_rows=seed_rows(results, window, n_seeds),
                  val_rows=validation_rows(results, evaluation["window_grid"]),
                  read=reading(results, window, n_seeds),
+                 visible=float(np.mean([v for k, v in evaluation["anchor_visible_fraction"].items()
+                                        if k.startswith("test/")])),
                  final_loss=float(log.loss.iloc[-TAIL:].mean()), tail_steps=min(TAIL, len(log)),
                  pretrain_steps=int(log.step.iloc[-1]),
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
