@@ -15,7 +15,7 @@ from stages.core.io import load_safetensors, read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.mvcustom.config import PAPER, ReportInputs, load_report
-from stages.mvcustom.expectations import results_suite
+from stages.mvcustom.expectations import results_suite, train_log_suite
 
 TIMED_STEPS = ("data", "pretrain", "evaluate")
 ARMS = ["plain", "dfr", "lcc", "dfr_lcc", "warp_only", "ground_truth", "shuffled_truth"]
@@ -171,6 +171,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     evaluation = read_json(paths.evaluation)
     samples = load_safetensors(paths.samples)
     log = read_parquet(paths.train_log)
+    validate_table(log, f"{PAPER}.train_log", train_log_suite(len(log)))
     n_seeds, window = evaluation["n_seeds"], evaluation["window"]
     timings = read_timings(paths.timings, TIMED_STEPS)
     per_seed = verdict_metrics(results, evaluation)
