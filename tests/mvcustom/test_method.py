@@ -1,0 +1,154 @@
+"""The diffusion math, DFR and LCC, and the measures against hand-computed values."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from stages.mvcustom.diffusion import (
+    MultiViewDenoiser,
+    cosine_alpha_bar,
+    denoising_loss,
+    pose_features,
+    predicted_x0,
+    q_sample,
+)
+from stages.mvcustom.inference import (
+    Guidance,
+    consistency_aware_latent_completion,
+    ddim_timesteps,
+    depth_aware_feature_rendering,
+    nearest_reference,
+    sample,
+)
+from stages.mvcustom.metrics import colour_histogram, gt_mse, identity_similarity, pose_accuracy
+from stages.mvcustom.scene import Camera
+from stages.mvcustom.training import cosine_lr_factor, ema_update, random_roles
+
+
+def test_cosine_schedule_by_hand():
+    ab = cosine_alpha_bar(4)
+    f = [math.cos((t / 4 + 0.008) / 1.008 * math.pi / 2) ** 2 for t in range(5)]
+    assert ab.tolist() == pytest.approx([*(f[t] / f[0] for t in range(1, 4)), 1e-5], rel=1e-5)   # ᾱ_T clamped
+    assert bool((ab[1:] < ab[:-1]).all())
+
+
+def test_predicted_x0_inverts_q_sample():
+    x0, noise = torch.randn(2, 3, 4, 4), torch.randn(2, 3, 4, 4)
+    ab = torch.tensor(0.3)
+    xt = q_sample(x0, ab, noise)
+    assert torch.allclose(xt, 0.3 ** 0.5 * x0 + 0.7 ** 0.5 * noise)
+    assert torch.allclose(predicted_x0(xt, noise, ab), x0, atol=1e-5)
+
+
+def test_pose_features_by_hand():
+    f = pose_features(torch.tensor([90.0]), torch.tensor([30.0]))
+    assert f[0].tolist() == pytest.approx([1.0, 0.0, 0.5, math.sqrt(3) / 2], abs=1e-6)
+
+
+def test_ddim_timesteps_span_the_schedule():
+    assert ddim_timesteps(100, 5) == [99, 74, 50, 25, 0]
+
+
+def guidance() -> Guidance:
+    rendered = torch.full((2, 3, 2, 2), 0.5)
+    visible = torch.tensor([[[True, False], [False, True]], [[False, False], [True, True]]])
+    return Guidance(rendered, visible)
+
+
+def test_dfr_takes_the_rendering_where_visible_only():
+    x0 = torch.full((1, 2, 3, 2, 2), -1.0)
+    out = depth_aware_feature_rendering(x0, guidance())
+    assert out[0, 0, :, 0, 0].tolist() == [0.5] * 3 and out[0, 0, :, 0, 1].tolist() == [-1.0] * 3
+    assert out[0, 1, :, 1, 1].tolist() == [0.5] * 3 and out[0, 1, :, 0, 0].tolist() == [-1.0] * 3
+
+
+def test_lcc_renoises_the_clean_estimate_outside_the_mask_only():
+    x_next, x0, fresh = torch.zeros(1, 2, 3, 2, 2), torch.ones(1, 2, 3, 2, 2), torch.full((1, 2, 3, 2, 2), 2.0)
+    out = consistency_aware_latent_completion(x_next, x0, 0.64, fresh, guidance())
+    assert out[0, 0, 0, 0, 0] == 0.0                                # visible: the DDIM step kept
+    assert out[0, 0, 0, 0, 1] == pytest.approx(0.8 * 1 + 0.6 * 2)  # hidden: √ᾱ x̂0 + √(1−ᾱ) z
+
+
+def tiny_model() -> MultiViewDenoiser:
+    torch.manual_seed(0)
+    return MultiViewDenoiser(4, 4, 2, emb_dim=8).eval()
+
+
+def test_sampling_arms_differ_only_where_they_act():
+    model, ab = tiny_model(), cosine_alpha_bar(20)
+    refs, ref_pose, target_pose = torch.rand(2, 3, 4, 4) * 2 - 1, torch.rand(2, 4), torch.rand(2, 4)
+    gen = torch.Generator().manual_seed(0)
+    noise, fresh = torch.randn(1, 2, 3, 4, 4, generator=gen), torch.randn(5, 1, 2, 3, 4, 4, generator=gen)
+    visible = torch.zeros(2, 4, 4, dtype=torch.bool)
+    visible[:, :2] = True
+    g = Guidance(torch.zeros(2, 3, 4, 4), visible)
+    plain = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, False, False, 0)
+    again = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, False, 2)
+    assert torch.equal(plain, again)                                  # same noise, no technique: identical
+    dfr = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, True, False, 2)
+    lcc = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, True, 2)
+    assert not torch.equal(dfr, plain) and not torch.equal(lcc, plain)
+    with pytest.raises(ValueError, match="guidance"):
+        sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, True, False, 2)
+
+
+def test_denoising_loss_ignores_reference_views():
+    model, ab = tiny_model(), cosine_alpha_bar(20)
+    x0, pose = torch.rand(2, 3, 3, 4, 4), torch.rand(2, 3, 4)
+    is_ref = torch.tensor([[True, False, False], [True, True, False]])
+    loss = denoising_loss(model, x0, pose, is_ref, ab, torch.Generator().manual_seed(0))
+    loss.backward()
+    assert math.isfinite(float(loss)) and float(loss) > 0
+
+
+def test_random_roles_give_at_least_one_reference_and_one_target():
+    order, is_ref = random_roles(64, 4, 3, torch.Generator().manual_seed(0))
+    assert bool((is_ref.sum(1) >= 1).all() and (is_ref.sum(1) <= 3).all())
+    assert sorted(order[0].tolist()) == [0, 1, 2, 3]
+    assert bool(is_ref[:, 0].all()) and not bool(is_ref[:, 3].any())
+
+
+def test_cosine_lr_factor_by_hand():
+    assert cosine_lr_factor(0, 100, 0.1) == pytest.approx(1.0)
+    assert cosine_lr_factor(50, 100, 0.1) == pytest.approx(0.55)          # 0.1 + 0.9 * 0.5 * (1 + cos(pi/2))
+    assert cosine_lr_factor(100, 100, 0.1) == pytest.approx(0.1)
+    assert cosine_lr_factor(150, 100, 0.1) == pytest.approx(0.1)          # held at the floor after the run
+    assert cosine_lr_factor(30, 100, 1.0) == pytest.approx(1.0)           # floor 1: constant
+
+
+def test_ema_update_by_hand():
+    ema, model = torch.nn.Linear(1, 1, bias=False), torch.nn.Linear(1, 1, bias=False)
+    with torch.no_grad():
+        ema.weight.fill_(1.0)
+        model.weight.fill_(3.0)
+    ema_update(ema, model, 0.9)
+    assert float(ema.weight) == pytest.approx(0.9 * 1.0 + 0.1 * 3.0)
+    ema_update(ema, model, 0.9)
+    assert float(ema.weight) == pytest.approx(0.9 * 1.2 + 0.1 * 3.0)
+    assert float(model.weight) == 3.0
+
+
+def test_nearest_reference_by_viewing_direction():
+    refs = [Camera(a, 20.0, 3.5, 16.0, 16) for a in (0.0, 120.0, 240.0)]
+    assert nearest_reference(Camera(150.0, 40.0, 3.5, 16.0, 16), refs) == 1
+    assert nearest_reference(Camera(330.0, 20.0, 3.5, 16.0, 16), refs) == 0
+
+
+def test_measures_by_hand():
+    a, b = np.zeros((1, 3, 2, 2)), np.full((1, 3, 2, 2), 0.5)
+    assert gt_mse(a, b) == pytest.approx(0.25)
+    grid = np.stack([np.zeros((3, 2, 2)), np.full((3, 2, 2), 0.5), np.ones((3, 2, 2))])
+    views = np.stack([np.full((3, 2, 2), 0.45), np.full((3, 2, 2), 0.9)])
+    assert pose_accuracy(views, grid, [1, 1]) == 0.5                 # nearest: 1 (right) and 2 (wrong)
+    red = np.zeros((3, 2, 2))
+    red[0] = 1.0
+    h = colour_histogram(red)
+    assert h.sum() == pytest.approx(1) and h[3 * 16] == 1.0          # all pixels in bin (3, 0, 0)
+    half = red.copy()
+    half[:, :, 1] = 0.0                                              # two black pixels
+    assert identity_similarity(half[None], red[None]) == pytest.approx(0.5)
+    assert identity_similarity(red[None], red[None]) == pytest.approx(1.0)
