@@ -57,13 +57,17 @@ class EvaluateConfig(Section):
     sim_depth: int = Field(ge=1, le=10000)
     java: str = Field(min_length=1)
     heap_mb: int = Field(ge=64, le=8192)
-    wall_s: float = Field(gt=0, le=600)
+    cpu_s: int = Field(ge=1, le=600)
+    wall_s: float = Field(gt=0, le=3600)
     workers: int = Field(ge=1, le=16)
 
     @model_validator(mode="after")
     def _check(self) -> EvaluateConfig:
         if len(set(self.operators)) != len(self.operators):
             raise ValueError(f"operators must be unique, got {self.operators}")
+        if self.wall_s < 3 * self.cpu_s:
+            raise ValueError(f"wall_s ({self.wall_s}) must be at least 3 x cpu_s ({self.cpu_s}): the CPU limit decides "
+                             f"a run's outcome, the wall clock only stops a run that hangs")
         return self
 
 

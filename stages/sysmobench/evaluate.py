@@ -108,7 +108,7 @@ def candidate_jobs(cfg: EvaluateInputs, traces: pd.DataFrame, generated: pd.Data
 def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Score every candidate (``workers`` sandboxed JVMs at a time) and write the score table."""
     e = cfg.evaluate
-    tools = Tools(load_tla_tools(paths.tools), e.java, e.heap_mb, e.wall_s)
+    tools = Tools(load_tla_tools(paths.tools), e.java, e.heap_mb, e.cpu_s, e.wall_s)
     traces = read_traces(paths.traces)
     sizes = systems(cfg.traces.n_procs, cfg.traces.capacity, cfg.traces.n_values)
     reference = {}
@@ -116,7 +116,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         reference[name], outcome = transitions(tools, sizes[name], render(REFERENCE[name]))
         if reference[name] is None:
             raise RuntimeError(f"TLC did not explore the reference spec of {name} ({outcome}): raise "
-                               f"{PAPER}.evaluate.wall_s or shrink the system")
+                               f"{PAPER}.evaluate.cpu_s or shrink the system")
     jobs = candidate_jobs(cfg, traces, read_generated(paths.generated), ctx.seed)
 
     stop = threading.Event()

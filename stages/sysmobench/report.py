@@ -359,7 +359,7 @@ def generated_rows(scores: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def outcome_counts(scores: pd.DataFrame) -> list[dict[str, Any]]:
-    """How the tool runs ended, counted over all candidates (e.g. how many hit the wall-clock limit)."""
+    """How the tool runs ended, counted over all candidates (e.g. how many hit the CPU-time limit)."""
     counts: dict[str, int] = {}
     for text in scores.outcomes:
         for part in text.split():

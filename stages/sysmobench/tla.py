@@ -1,8 +1,9 @@
 """Running SANY and TLC on generated modules, each in its own sandboxed JVM, and reading what they print.
 
-Every run gets a fresh temporary folder (the modules, the TLC config, TLC's ``-metadir``), a wall-clock and
-resident-memory limit (``stages.core.sandbox``; the JVM heap is capped with ``-Xmx``), one worker and a fixed
-simulation seed, so the same candidate gives the same result.
+Every run gets a fresh temporary folder (the modules, the TLC config, TLC's ``-metadir``), a CPU-time
+limit that decides (independent of the machine's load), a wall-clock limit far above it and a resident-memory
+limit (``stages.core.sandbox``; the JVM heap is capped with ``-Xmx``), one worker and a fixed simulation seed, so
+the same candidate gives the same result on an idle or a loaded machine.
 """
 
 from __future__ import annotations
@@ -29,11 +30,14 @@ class Tools:
     jar: Path
     java: str
     heap_mb: int
+    cpu_s: int
     wall_s: float
 
     def limits(self) -> Limits:
-        """Wall clock per run; the whole JVM's resident set under heap + 256 MiB."""
-        return Limits(wall_s=self.wall_s, memory_mb=self.heap_mb + 256, output_mb=32)
+        """CPU seconds per run (the limit that decides: a run's CPU time does not grow with the machine's load,
+        so whether a run ends in its limit does not depend on what else runs), a wall clock far above it that
+        only stops a run that hangs without computing, and the whole JVM's resident set under heap + 256 MiB."""
+        return Limits(wall_s=self.wall_s, cpu_s=self.cpu_s, memory_mb=self.heap_mb + 256, output_mb=32)
 
     def command(self, main: str) -> list[str]:
         """The JVM command line for ``main`` (``tla2sany.SANY`` or ``tlc2.TLC``)."""

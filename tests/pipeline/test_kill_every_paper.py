@@ -24,6 +24,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
 from stages import dag
@@ -112,6 +113,32 @@ def _same(a: Path, b: Path) -> bool:
                                           for x, y in zip(_tree(a), _tree(b), strict=True))
 
 
+def _difference(a: Path, b: Path) -> str:
+    """What differs between two outputs, for the failure message: the differing rows of Parquet tables
+    (a CI failure should say which row changed, not only that a file did)."""
+    if _names(a) != _names(b):
+        return f"files {_names(a)} vs {_names(b)}"
+    lines = []
+    for x, y in zip(_tree(a), _tree(b), strict=True):
+        if filecmp.cmp(x, y, shallow=False):
+            continue
+        if x.suffix != ".parquet":
+            lines.append(f"{x.name}: bytes differ")
+            continue
+        left, right = pd.read_parquet(x), pd.read_parquet(y)
+        if list(left.columns) != list(right.columns) or len(left) != len(right):
+            lines.append(f"{x.name}: shape {left.shape} vs {right.shape}")
+            continue
+        rows = [i for i in range(len(left)) if not left.iloc[[i]].reset_index(drop=True).equals(
+            right.iloc[[i]].reset_index(drop=True))]
+        for i in rows[:5]:
+            cols = [c for c in left.columns if repr(left[c].iloc[i]) != repr(right[c].iloc[i])]
+            lines.append(f"{x.name} row {i}: " + "; ".join(
+                f"{c}: {str(left[c].iloc[i])[:120]!r} -> {str(right[c].iloc[i])[:120]!r}" for c in cols))
+        lines.append(f"{x.name}: {len(rows)} of {len(left)} rows differ")
+    return "\n".join(lines)
+
+
 @pytest.mark.parametrize("paper", PAPERS)
 def test_longest_stage_survives_kills(smoke_repo: SmokeRepo, paper: str, tmp_path: Path) -> None:
     entry = _longest_stage(smoke_repo, paper)
@@ -137,4 +164,5 @@ def test_longest_stage_survives_kills(smoke_repo: SmokeRepo, paper: str, tmp_pat
         if paper in NONDETERMINISTIC:
             assert _names(out) == _names(ref)
             continue
-        assert _same(out, ref), f"{entry.stage}: {name} after a kill and a rerun differs from the smoke run's"
+        assert _same(out, ref), (f"{entry.stage}: {name} after a kill and a rerun differs from the smoke run's:\n"
+                                 f"{_difference(out, ref)}")

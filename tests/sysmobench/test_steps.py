@@ -61,6 +61,9 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"sysmobench.evaluate.operators": ["flip_coin"]})
     with pytest.raises(ConfigError, match=r"sysmobench\.evaluate"):
         config.load_evaluate(params)
+    params = write_params(tmp_path, **{"sysmobench.evaluate.cpu_s": 30, "sysmobench.evaluate.wall_s": 60})
+    with pytest.raises(ConfigError, match=r"wall_s .* at least 3 x cpu_s"):     # the wall clock must not decide
+        config.load_evaluate(params)
     params = write_params(tmp_path, **{"sysmobench.report.gates": ["no such check"]})
     with pytest.raises(ConfigError, match=r"gates"):
         config.load_report(params)
