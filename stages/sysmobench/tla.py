@@ -39,10 +39,13 @@ class Tools:
         only stops a run that hangs without computing, and the whole JVM's resident set under heap + 256 MiB."""
         return Limits(wall_s=self.wall_s, cpu_s=self.cpu_s, memory_mb=self.heap_mb + 256, output_mb=32)
 
-    def command(self, main: str) -> list[str]:
-        """The JVM command line for ``main`` (``tla2sany.SANY`` or ``tlc2.TLC``)."""
-        return [self.java, f"-Xmx{self.heap_mb}m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Dfile.encoding=UTF-8", "-cp", str(self.jar.resolve()), main]
+    def command(self, main: str, tmp: str) -> list[str]:
+        """The JVM command line for ``main`` (``tla2sany.SANY`` or ``tlc2.TLC``) with ``tmp`` as its temporary
+        folder: the tools extract their standard modules (``Naturals.tla``, ``TLC.tla``, ...) into
+        ``java.io.tmpdir``, and two JVMs sharing ``/tmp`` read each other's half-written copies (an intermittent
+        "Could not parse module TLC" that scored a correct spec as failing)."""
+        return [self.java, f"-Xmx{self.heap_mb}m", f"-Djava.io.tmpdir={tmp}", "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1", "-Dfile.encoding=UTF-8", "-cp", str(self.jar.resolve()), main]
 
 
 def rename_module(text: str, module: str) -> str:
@@ -72,7 +75,7 @@ def sany(tools: Tools, modules: dict[str, str], root: str) -> Completed:
     """SANY on ``root`` (with the other modules beside it)."""
     with tempfile.TemporaryDirectory(prefix="sany-") as tmp:
         _write(Path(tmp), modules, None, root)
-        return run_tool([*tools.command("tla2sany.SANY"), f"{root}.tla"], tools.limits(), tmp, "SANY")
+        return run_tool([*tools.command("tla2sany.SANY", tmp), f"{root}.tla"], tools.limits(), tmp, "SANY")
 
 
 def sany_ok(done: Completed) -> bool:
@@ -89,7 +92,7 @@ def tlc(tools: Tools, modules: dict[str, str], root: str, cfg: str, args: list[s
         folder = Path(tmp)
         _write(folder, modules, cfg, root)
         extra = ["-dump", str(folder / "states")] if dump else []
-        done = run_tool([*tools.command("tlc2.TLC"), "-workers", "1", "-nowarning", "-deadlock",
+        done = run_tool([*tools.command("tlc2.TLC", tmp), "-workers", "1", "-nowarning", "-deadlock",
                          "-metadir", str(folder / "meta"), *extra, *args, "-config", f"{root}.cfg", root],
                         tools.limits(), tmp, "TLC2 Version")
         dumped = folder / "states.dump"

@@ -3,13 +3,16 @@ trace validation accepts a real trace and rejects a corrupted one, an endless st
 
 from __future__ import annotations
 
+import re
 import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from stages.assets.loaders import load_tla_tools
-from stages.sysmobench import metrics, mutation, specs
+from stages.sysmobench import metrics, mutation, specs, tla
 from stages.sysmobench.implementations import execute
 from stages.sysmobench.tla import Tools
 
@@ -140,3 +143,27 @@ def test_a_module_that_does_not_parse_scores_zero_beyond_syntax(tools, spinlock)
     scores = metrics.score(tools, spinlock, "---- MODULE Spinlock ----\nVARIABLES locked, pc\nInit == \n====\n",
                            real_traces("spinlock"), SIM)
     assert scores.as_dict() == {"syntax": 0.0, "runtime": 0.0, "conformance": 0.0, "invariants": 0.0}
+
+
+def test_each_tool_run_reads_the_standard_modules_from_its_own_folder(tools, spinlock):
+    """TLC extracts Naturals.tla, TLC.tla, ... into java.io.tmpdir; with a shared /tmp two JVMs at once read
+    each other's half-written copies ("Could not parse module TLC", a correct spec scored as failing)."""
+    cfg = metrics.constants_cfg(spinlock) + "INIT Init\nNEXT Next\n"
+    done, _ = tla.tlc(tools, {spinlock.module: specs.render(specs.SPINLOCK)}, spinlock.module, cfg,
+                      ["-simulate", "num=2", "-depth", "3"])
+    parsed = re.findall(r"^Parsing file (.+)$", done.stdout, re.MULTILINE)
+    standard = [p for p in parsed if p.endswith(("/Naturals.tla", "/TLC.tla"))]
+    assert standard, f"TLC did not say where it read its standard modules:\n{done.stdout[:1500]}"
+    spec_folder = next(str(Path(p).parent) for p in parsed if p.endswith(f"/{spinlock.module}.tla"))
+    assert all(str(Path(p).parent) == spec_folder for p in standard), parsed  # the run's own folder, not /tmp
+
+
+def test_concurrent_tool_runs_all_parse(tools, spinlock):
+    """Eight TLC runs of the reference, two at a time (as evaluate runs them), all end cleanly."""
+    cfg = metrics.constants_cfg(spinlock) + "INIT Init\nNEXT Next\n"
+    spec = {spinlock.module: specs.render(specs.SPINLOCK)}
+    with ThreadPoolExecutor(2) as pool:
+        runs = list(pool.map(lambda _: tla.tlc(tools, spec, spinlock.module, cfg,
+                                               ["-simulate", "num=2", "-depth", "3"])[0], range(8)))
+    assert [r.outcome for r in runs] == ["ok"] * 8 and not any(tla.tlc_error(r) for r in runs), \
+        [r.stdout[-800:] for r in runs if r.outcome != "ok" or tla.tlc_error(r)]
