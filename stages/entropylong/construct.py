@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from stages.assets.loaders import load_causal_lm, load_retrieval_index
@@ -44,7 +45,8 @@ def variant_contexts(doc_id: str, candidates: pd.DataFrame, kept: pd.DataFrame, 
                      ) -> dict[str, list[int]]:
     """Chunk ids preceding a document in each variant (distinct, in retrieval order)."""
     mine = candidates[candidates.doc_id == doc_id]
-    mine = mine[[(doc_id, int(p)) in main_pos for p in mine.pos]].sort_values(["pos", "rank"])
+    at_main = np.array([(doc_id, int(p)) in main_pos for p in mine.pos], dtype=bool)
+    mine = mine.loc[at_main].sort_values(["pos", "rank"])
     verified = kept[kept.doc_id == doc_id].sort_values(["pos", "rank"])
     return {"entropylong": list(dict.fromkeys(verified.chunk_id.astype(int))),
             "no_verification": list(dict.fromkeys(mine.chunk_id.astype(int))), "concatenation": []}

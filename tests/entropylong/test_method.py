@@ -222,3 +222,15 @@ def test_lora_starts_at_the_base_layer_saves_and_loads_only_the_adapters():
         load_lora(model, {k: v * float("nan") for k, v in state.items()})
     with pytest.raises(ValueError, match="do not match"):
         load_lora(model, {"q_proj.lora_a": state["q_proj.lora_a"]})
+
+
+def test_variant_contexts_of_a_document_without_candidates_is_empty_not_an_error():
+    from stages.entropylong.construct import variant_contexts
+
+    cands = pd.DataFrame({"doc_id": ["d0", "d0", "d0"], "pos": [40, 40, 20], "rank": [0, 1, 0], "chunk_id": [7, 8, 9]})
+    kept = pd.DataFrame({"doc_id": ["d0"], "pos": [40], "rank": [1], "chunk_id": [8]})
+    main_pos = {("d0", 40)}  # position 20 is not a main position (start band)
+    assert variant_contexts("d0", cands, kept, main_pos) == {"entropylong": [8], "no_verification": [7, 8],
+                                                             "concatenation": []}
+    assert variant_contexts("d1", cands, kept, main_pos) == {"entropylong": [], "no_verification": [],
+                                                             "concatenation": []}
