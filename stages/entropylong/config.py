@@ -15,6 +15,8 @@ PAPER = "entropylong"
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
+    "alone_loss_rise_max",
+    "base_content_gain",
     "content_gain_min",
     "gain_entropylong_minus_base",
     "gain_entropylong_minus_concatenation",
@@ -104,6 +106,7 @@ class ConstructConfig(Section):
     max_context_tokens: int = Field(ge=8)
     sequences_per_doc: int = Field(ge=1)
     min_train_docs: int = Field(ge=1)
+    val_docs: int = Field(ge=1)
     separator: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -122,13 +125,14 @@ class LoraSpec(Section):
 
 
 class TrainConfig(Section):
-    """The same model trained on each variant, ``n_seeds`` times (Lightning)."""
+    """The same model trained on each variant, ``n_seeds`` times, at every learning rate of ``lrs`` (Lightning);
+    evaluate keeps the one with the lowest validation loss."""
 
     variants: list[Variant] = Field(min_length=1)
     lora: LoraSpec
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=1)
-    lr: float = Field(gt=0, le=1)
+    lrs: list[float] = Field(min_length=1)
     warmup_steps: int = Field(ge=0)
     trainer: TrainerConfig
 
@@ -136,6 +140,8 @@ class TrainConfig(Section):
     def _check(self) -> TrainConfig:
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants must be unique, got {self.variants}")
+        if any(not 0 < lr <= 1 for lr in self.lrs) or len(set(self.lrs)) != len(self.lrs):
+            raise ValueError(f"lrs must be distinct learning rates in (0, 1], got {self.lrs}")
         return self
 
 

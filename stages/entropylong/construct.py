@@ -6,6 +6,10 @@ All three use the same training documents (those with at least one verified cont
 EntropyLong sequence holds one) and are filled to exactly ``target_len`` tokens with the same
 random pool chunks in front, so their token counts are equal (asserted). Held-out documents are
 scored after their retrieved contexts, after as many tokens of random pool text, and alone.
+A validation split of ``val_docs`` training-split documents (those without a verified context
+first, so training loses as few documents as possible) is kept out of training and built as
+the held-out triples are: the learning rate is chosen on its documents' loss alone, and it
+shows whether the adapters forget.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Paths:
     entropy_model: Path = inp("SmolLM2-135M asset (its tokenizer)")
     sequences: Path = out("training sequences of every variant")
     heldout: Path = out("the shared held-out evaluation triples")
+    validation: Path = out("validation triples like the held-out ones (training split, never trained on)")
 
 
 def variant_contexts(doc_id: str, candidates: pd.DataFrame, kept: pd.DataFrame, main_pos: set[tuple[str, int]]
@@ -50,6 +55,18 @@ def variant_contexts(doc_id: str, candidates: pd.DataFrame, kept: pd.DataFrame, 
     verified = kept[kept.doc_id == doc_id].sort_values(["pos", "rank"])
     return {"entropylong": list(dict.fromkeys(verified.chunk_id.astype(int))),
             "no_verification": list(dict.fromkeys(mine.chunk_id.astype(int))), "concatenation": []}
+
+
+def validation_split(docs: pd.DataFrame, kept_doc_ids: set[str], eligible: set[str], n: int,
+                     gen: np.random.Generator) -> list[str]:
+    """``n`` training-split documents with a retrieved context at a main position, kept out of training: those
+    without a verified context first, random within."""
+    train = docs[(docs.split == "train") & docs.doc_id.isin(eligible)]
+    has_kept = train.doc_id.isin(kept_doc_ids).to_numpy()
+    order = np.lexsort((gen.permutation(len(train)), has_kept))
+    if len(train) <= n:
+        raise ValueError(f"{PAPER}.construct.val_docs = {n} leaves no training document (have {len(train)})")
+    return train.doc_id.to_numpy()[order[:n]].tolist()
 
 
 def separator_id(tokenizer: Any, separator: str) -> int:
@@ -81,7 +98,10 @@ def run(cfg: ConstructConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
     chunk_ids = dict(zip(chunks.chunk_id.astype(int), encode(chunks.text.tolist()), strict=True))
     main_rows = positions[positions.main]
     main_pos = {(d, int(p)) for d, p in zip(main_rows.doc_id, main_rows.pos, strict=True)}
-    train_docs = docs[(docs.split == "train") & docs.doc_id.isin(set(kept.doc_id))]
+    retrieved_at_main = {d for d, p in zip(cands.doc_id, cands.pos, strict=True) if (d, int(p)) in main_pos}
+    val_ids = validation_split(docs, set(kept.doc_id), retrieved_at_main, cfg.val_docs,
+                               rng(ctx.seed, PAPER, "validation"))
+    train_docs = docs[(docs.split == "train") & docs.doc_id.isin(set(kept.doc_id)) & ~docs.doc_id.isin(val_ids)]
     if len(train_docs) < cfg.min_train_docs:
         raise ValueError(f"only {len(train_docs)} training documents have a verified context "
                          f"({PAPER}.construct.min_train_docs = {cfg.min_train_docs})")
@@ -104,31 +124,37 @@ def run(cfg: ConstructConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]
         raise AssertionError(f"variants must have equal token counts, got {totals.to_dict()}")
     validate_table(sequences, f"{PAPER}.sequences", sequences_suite(cfg.target_len, vocab))
 
-    pairs = []
-    for doc in docs[docs.split == "heldout"].itertuples(index=False):
-        retrieved = variant_contexts(doc.doc_id, cands, kept, main_pos)["no_verification"]
-        if not retrieved:
-            continue
-        doc_tokens = truncate_document(list(doc.token_ids), cfg.target_len, cfg.min_context_tokens)
-        order = rng(ctx.seed, PAPER, "heldout-filler", doc.doc_id).permutation(len(pool))[:FILLER_CHUNKS]
-        with_ctx, without, control = with_and_without_context(
-            doc_tokens, [chunk_ids[i] for i in retrieved], [pool_ids[i] for i in order], cfg.target_len, sep,
-            rng(ctx.seed, PAPER, "heldout", doc.doc_id))
-        for condition, built in (("with_context", with_ctx), ("without_context", without),
-                                 ("random_context", control)):
-            pairs.append({"doc_id": doc.doc_id, "condition": condition, "tokens": built.tokens,
-                          "n_tokens": len(built.tokens), "doc_start": built.doc_start,
-                          "n_contexts": built.n_contexts, "max_token": max(built.tokens)})
-    heldout = pd.DataFrame(pairs, columns=["doc_id", "condition", "tokens", "n_tokens", "doc_start", "n_contexts",
-                                           "max_token"])
-    if heldout.empty:
-        raise ValueError("no held-out document has a retrieved context at a main position: nothing to evaluate")
-    validate_table(heldout, f"{PAPER}.heldout", heldout_suite(cfg.target_len, vocab))
+    def triples(split_docs: pd.DataFrame, name: str) -> pd.DataFrame:
+        rows = []
+        for doc in split_docs.itertuples(index=False):
+            retrieved = variant_contexts(doc.doc_id, cands, kept, main_pos)["no_verification"]
+            if not retrieved:
+                continue
+            doc_tokens = truncate_document(list(doc.token_ids), cfg.target_len, cfg.min_context_tokens)
+            order = rng(ctx.seed, PAPER, f"{name}-filler", doc.doc_id).permutation(len(pool))[:FILLER_CHUNKS]
+            with_ctx, without, control = with_and_without_context(
+                doc_tokens, [chunk_ids[i] for i in retrieved], [pool_ids[i] for i in order], cfg.target_len, sep,
+                rng(ctx.seed, PAPER, name, doc.doc_id))
+            for condition, built in (("with_context", with_ctx), ("without_context", without),
+                                     ("random_context", control)):
+                rows.append({"doc_id": doc.doc_id, "condition": condition, "tokens": built.tokens,
+                             "n_tokens": len(built.tokens), "doc_start": built.doc_start,
+                             "n_contexts": built.n_contexts, "max_token": max(built.tokens)})
+        table = pd.DataFrame(rows, columns=["doc_id", "condition", "tokens", "n_tokens", "doc_start", "n_contexts",
+                                            "max_token"])
+        if table.empty:
+            raise ValueError(f"no {name} document has a retrieved context at a main position: nothing to evaluate")
+        validate_table(table, f"{PAPER}.{name}", heldout_suite(cfg.target_len, vocab))
+        return table
+
+    heldout = triples(docs[docs.split == "heldout"], "heldout")
+    validation = triples(docs.set_index("doc_id").loc[val_ids].reset_index(), "validation")
     write_parquet(sequences, paths.sequences)
     write_parquet(heldout, paths.heldout)
+    write_parquet(validation, paths.validation)
     return {"train_docs": len(train_docs), "train_tokens_per_variant": int(totals.iloc[0]),
             "sequences_per_variant": int(len(sequences) // len(VARIANTS)),
-            "heldout_docs": int(heldout.doc_id.nunique())}
+            "heldout_docs": int(heldout.doc_id.nunique()), "validation_docs": int(validation.doc_id.nunique())}
 
 
 main = Step(PAPER, "construct", run, load_construct, Paths)

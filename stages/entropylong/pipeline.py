@@ -18,6 +18,7 @@ PATHS = {
     # construct -> train -> evaluate: sequences, adapters, metrics
     "sequences": "data/entropylong/sequences.parquet",
     "heldout": "data/entropylong/heldout.parquet",
+    "validation": "data/entropylong/validation.parquet",
     "models": "models/entropylong/lm",
     "train_log": "data/entropylong/train_log.parquet",
     "evaluation": "data/entropylong/evaluation.json",

@@ -249,7 +249,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     kept_table = read_parquet(paths.kept, columns=["doc_id", "pos", "chunk_id", "delta_i"])
     seq_columns = ["variant", "doc_id", "n_tokens", "n_contexts", "doc_start"]
     seqs = read_parquet(paths.sequences, columns=seq_columns)[seq_columns]
-    log = read_parquet(paths.train_log, columns=["variant", "seed_index", "step", "loss"])
+    log = read_parquet(paths.train_log, columns=["variant", "seed_index", "lr", "step", "loss"])
+    log = log[log.lr == ev["lr"]]  # the chosen learning rate's runs (the others are in the lr table)
     pool = read_json(Path(paths.index) / "manifest.json")["details"]
     timings = read_timings(paths.timings, TIMED_STEPS)
     ent_cfg, ver_cfg = cfg.entropy, cfg.verify
@@ -277,6 +278,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     plot_delta_i(ver, ent_cfg.alpha, eps, paths.plots / "delta_i.png")
 
     per_model = [{"model": VARIANT_LABELS[v],
+                  "validation loss alone": mean_std([g["validation_loss"] for g in results[v]], 4),
                   "loss alone": mean_std([g["nll_without"] for g in results[v]], 4),
                   "loss after retrieved contexts": mean_std([g["nll_with"] for g in results[v]], 4),
                   "loss after random text": mean_std([g["nll_random"] for g in results[v]], 4),
@@ -315,6 +317,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         n_docs_with_kept=int(kept.doc_id.nunique()),
         copy_share=float(kept.target_in_context.mean()) if len(kept) else float("nan"),
         seq_rows=seq_rows, per_model=per_model, gate_open=gate_open,
+        lr_rows=[{"lr": f"{r['lr']:g}", "chosen": "yes" if r["chosen"] else "",
+                  "mean validation loss": f"{r['mean_validation_loss']:.4f}",
+                  **{VARIANT_LABELS[v]: f"{r[v]:.4f}" for v in ev["variants"]}} for r in ev["lr_selection"]],
         per_seed_rows=[{"metric": k, "value": mean_std(v, 4)} for k, v in ev["per_seed"].items()],
         quality_rows=quality_rows(main, eps), band_rows=bands.to_dict("records"),
         position_rows=by_position(main, positions, eps).to_dict("records"),

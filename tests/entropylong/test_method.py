@@ -234,3 +234,50 @@ def test_variant_contexts_of_a_document_without_candidates_is_empty_not_an_error
                                                              "concatenation": []}
     assert variant_contexts("d1", cands, kept, main_pos) == {"entropylong": [], "no_verification": [],
                                                              "concatenation": []}
+
+
+def test_learning_rate_is_chosen_by_mean_validation_loss_over_variants_and_seeds():
+    from stages.entropylong.evaluate import choose_lr
+
+    losses = {("entropylong", 0, 0): 2.60, ("concatenation", 0, 0): 2.50, ("entropylong", 1, 0): 2.55,
+              ("entropylong", 0, 1): 2.52, ("concatenation", 0, 1): 2.58, ("entropylong", 1, 1): 2.56}
+    chosen, means = choose_lr(losses, 2)
+    assert means == pytest.approx([2.55, 2.5533333])
+    assert chosen == 0  # lr 1 wins one variant's seed 0 but loses on the mean
+    assert choose_lr({("a", 0, 0): 1.0, ("a", 0, 1): 1.0}, 2)[0] == 0  # ties: the first
+
+
+def test_per_seed_metrics_gate_forgetting_and_paired_differences():
+    from stages.entropylong.evaluate import BASE, per_seed_metrics
+
+    def row(cg: float, alone: float) -> dict[str, float]:
+        return {"content_gain": cg, "nll_without": alone}
+
+    results = {BASE: [row(0.02, 2.5)],
+               "entropylong": [row(0.05, 2.6), row(0.03, 2.4)],
+               "no_verification": [row(0.04, 2.7), row(0.01, 2.5)],
+               "concatenation": [row(0.01, 2.5), row(0.02, 2.45)]}
+    ps = per_seed_metrics(results, 2)
+    np.testing.assert_allclose(ps["base_content_gain"], [0.02, 0.02])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_no_verification"], [0.01, 0.02])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_concatenation"], [0.04, 0.01])
+    np.testing.assert_allclose(ps["gain_no_verification_minus_concatenation"], [0.03, -0.01])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_base"], [0.03, 0.01])
+    np.testing.assert_allclose(ps["content_gain_min"], [0.01, 0.01])
+    np.testing.assert_allclose(ps["alone_loss_rise_max"], [0.2, 0.0])  # worst variant per seed vs the base
+    assert list(ps) == sorted(ps)
+
+
+def test_validation_split_prefers_documents_without_a_verified_context():
+    from stages.entropylong.construct import validation_split
+
+    docs = pd.DataFrame({"doc_id": [f"d{i}" for i in range(6)],
+                         "split": ["train", "train", "train", "train", "heldout", "train"]})
+    kept, eligible = {"d0", "d1", "d5"}, {"d0", "d1", "d2", "d3", "d4", "d5"}
+    val = validation_split(docs, kept, eligible, 2, np.random.default_rng(0))
+    assert sorted(val) == ["d2", "d3"]  # the two training documents no training sequence needs
+    val = validation_split(docs, kept, eligible, 3, np.random.default_rng(0))
+    assert {"d2", "d3"} < set(val) and "d4" not in val
+    assert "d3" not in validation_split(docs, kept, eligible - {"d3"}, 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="val_docs"):
+        validation_split(docs, kept, eligible, 5, np.random.default_rng(0))

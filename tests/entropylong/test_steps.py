@@ -90,7 +90,8 @@ def test_construction_gives_equal_token_counts_and_document_last(smoke_repo):
 def test_train_and_evaluate_cover_every_variant_and_seed(smoke_repo):
     cfg = smoke_repo.config(f"{PAPER}-train")
     names = {p.name for p in smoke_repo.paths(f"{PAPER}-train").models.iterdir()}
-    assert names == {"manifest.json"} | {f"{v}_s{s}.safetensors" for v in cfg.variants for s in range(cfg.n_seeds)}
+    assert names == {"manifest.json"} | {f"{v}_s{s}_lr{i}.safetensors" for v in cfg.variants
+                                         for s in range(cfg.n_seeds) for i in range(len(cfg.lrs))}
     paths = smoke_repo.paths(f"{PAPER}-evaluate")
     ev = read_json(paths.evaluation)
     assert set(ev["per_seed"]) == set(config.METRICS)
@@ -99,8 +100,18 @@ def test_train_and_evaluate_cover_every_variant_and_seed(smoke_repo):
     np.testing.assert_allclose(ev["per_seed"]["content_gain_min"], np.min([g[v] for v in cfg.variants], axis=0))
     np.testing.assert_allclose(ev["per_seed"]["gain_entropylong_minus_base"],
                                np.array(g["entropylong"]) - ev["base"]["content_gain"])
+    np.testing.assert_allclose(ev["per_seed"]["base_content_gain"], [ev["base"]["content_gain"]] * cfg.n_seeds)
+    assert ev["lr"] in cfg.lrs and sum(r["chosen"] for r in ev["lr_selection"]) == 1
+    assert min(r["mean_validation_loss"] for r in ev["lr_selection"]) == next(
+        r["mean_validation_loss"] for r in ev["lr_selection"] if r["chosen"])
     losses = read_parquet(paths.doc_losses)
     assert set(losses.model) == {"base", *cfg.variants} and (losses["all"] > 0).all()
+    # validation documents are training-split documents that no training sequence uses
+    val = read_parquet(smoke_repo.paths(f"{PAPER}-construct").validation)
+    seqs = read_parquet(smoke_repo.paths(f"{PAPER}-construct").sequences)
+    docs = read_parquet(smoke_repo.paths(f"{PAPER}-entropy").documents).set_index("doc_id")
+    assert len(val) > 0 and not set(val.doc_id) & set(seqs.doc_id)
+    assert (docs.split.loc[val.doc_id.unique()] == "train").all()
 
 
 def test_report_writes_claim_and_plots(smoke_repo):

@@ -9,9 +9,10 @@ from stages.entropylong.config import METRICS, load_report
 from stages.entropylong.report import gated_claim
 
 ROOT = Path(__file__).resolve().parents[2]
-GATE, EL_NV, EL_C, EL_B = ("content_gain_min", "gain_entropylong_minus_no_verification",
+GATE, EL_NV, EL_C, EL_B = ("base_content_gain", "gain_entropylong_minus_no_verification",
                            "gain_entropylong_minus_concatenation", "gain_entropylong_minus_base")
-GOOD = {GATE: [0.3, 0.32, 0.31], EL_NV: [0.03, 0.04, 0.05], EL_C: [0.05, 0.04, 0.06], EL_B: [0.05, 0.06, 0.04],
+GOOD = {GATE: [0.3, 0.3, 0.3], "content_gain_min": [0.2, 0.25, 0.3], "alone_loss_rise_max": [0.01, -0.02, 0.0],
+         EL_NV: [0.03, 0.04, 0.05], EL_C: [0.05, 0.04, 0.06], EL_B: [0.05, 0.06, 0.04],
         "gain_no_verification_minus_concatenation": [0.01, 0.0, 0.01]}
 TIGHT_FAIL = [-0.05, -0.051, -0.049]
 
@@ -44,8 +45,8 @@ def test_rule_gives_each_verdict(edits, expected):
 
 
 def test_failed_positive_control_makes_a_winning_method_inconclusive():
-    assert _verdict({GATE: [0.001, 0.002, 0.001]}) == "inconclusive"
-    assert _verdict({GATE: [0.3, 0.001, 0.3]}) == "inconclusive"  # the gate must hold on every seed
+    assert _verdict({GATE: [0.001, 0.001, 0.001]}) == "inconclusive"
+    assert _verdict({GATE: [0.0, 0.0, 0.0], EL_NV: TIGHT_FAIL, EL_C: TIGHT_FAIL, EL_B: TIGHT_FAIL}) == "inconclusive"
     cfg = load_report(ROOT / "params.yaml")
     claim = gated_claim(cfg.verdict, cfg.report.gates, True, {**GOOD, GATE: [0.0, 0.0, 0.0]}, seeds=[0, 1, 2],
                         profile="default", timings={"train": 1.0})
