@@ -296,7 +296,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     train_docs = docs[docs.split == "train"]
     metrics = {"per_seed": ev["per_seed"], "content_gains": {v: [g["content_gain"] for g in results[v]]
                                                              for v in models},
-               "positive_control_passed": gate_open, "acceptance": len(kept) / max(len(main), 1),
+               "positive_control_passed": gate_open, "lr": ev["lr"], "lr_selection": ev["lr_selection"],
+               "base_validation_loss": ev["base_validation_loss"], "acceptance": len(kept) / max(len(main), 1),
                "mean_delta_i_kept": float(kept.delta_i.mean()) if len(kept) else None,
                "bands": bands.to_dict("records"), "ablation": ablation.to_dict("records"), "verdict": claim.verdict}
     write_report(
