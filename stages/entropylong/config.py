@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.trainer import TrainerConfig
 from stages.core.verdict import VerdictRule
 
@@ -15,6 +15,10 @@ PAPER = "entropylong"
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
+    "alone_loss_rise_max",
+    "base_content_gain",
+    "content_gain_min",
+    "gain_entropylong_minus_base",
     "gain_entropylong_minus_concatenation",
     "gain_entropylong_minus_no_verification",
     "gain_no_verification_minus_concatenation",
@@ -29,7 +33,8 @@ class EntropyConfig(Section):
     enwiki_docs: int = Field(ge=0)
     doc_tokens: int = Field(ge=32)
     min_doc_tokens: int = Field(ge=16)
-    heldout_fraction: float = Field(gt=0, lt=1)
+    heldout_docs: int = Field(ge=1)
+    exclude_first: int = Field(ge=0)
     alpha: float = Field(gt=0)
     alphas: list[float] = Field(min_length=1)
     max_positions: int = Field(ge=1)
@@ -39,8 +44,10 @@ class EntropyConfig(Section):
 
     @model_validator(mode="after")
     def _check(self) -> EntropyConfig:
-        if self.wiki_docs + self.enwiki_docs < 2:
-            raise ValueError("need at least 2 documents (wiki_docs + enwiki_docs), one per split")
+        if self.wiki_docs + self.enwiki_docs <= self.heldout_docs:
+            raise ValueError("heldout_docs must leave at least one training document (wiki_docs + enwiki_docs)")
+        if self.exclude_first >= self.doc_tokens:
+            raise ValueError("exclude_first must be shorter than a document (doc_tokens)")
         if self.min_doc_tokens > self.doc_tokens:
             raise ValueError("min_doc_tokens must not exceed doc_tokens")
         if self.alpha not in self.alphas:
@@ -76,8 +83,10 @@ class VerifyConfig(Section):
 
     epsilon: float = Field(gt=0, lt=1)
     epsilons: list[float] = Field(min_length=1)
+    null_chunks: int = Field(ge=1)
+    null_quantile: float = Field(gt=0, le=1)
     max_context_tokens: int = Field(ge=8)
-    separator: str
+    separator: str = Field(min_length=1)
     batch_size: int = Field(ge=1)
 
     @model_validator(mode="after")
@@ -92,11 +101,13 @@ class VerifyConfig(Section):
 class ConstructConfig(Section):
     """Training sequences of ``target_len`` small-tokenizer tokens for each variant (§3.4)."""
 
-    vocab_size: int = Field(ge=300)
-    tokenizer_kind: Literal["bpe", "char"] = "bpe"
     target_len: int = Field(ge=32)
     min_context_tokens: int = Field(ge=1)
+    max_context_tokens: int = Field(ge=8)
     sequences_per_doc: int = Field(ge=1)
+    min_train_docs: int = Field(ge=1)
+    val_docs: int = Field(ge=1)
+    separator: str = Field(min_length=1)
 
     @model_validator(mode="after")
     def _check(self) -> ConstructConfig:
@@ -105,29 +116,23 @@ class ConstructConfig(Section):
         return self
 
 
-class ModelSpec(Section):
-    """The small causal LM trained from scratch (``stages.core.transformer.TinyGPT``)."""
+class LoraSpec(Section):
+    """Low-rank adapters on SmolLM2's attention projections: W x + (α/r)·B A x, B = 0 at the start."""
 
-    d_model: int = Field(ge=8)
-    n_layers: int = Field(ge=1, le=24)
-    n_heads: int = Field(ge=1)
-    max_len: int = Field(ge=32)
-
-    @model_validator(mode="after")
-    def _check(self) -> ModelSpec:
-        if self.d_model % self.n_heads:
-            raise ValueError("d_model must be divisible by n_heads")
-        return self
+    rank: int = Field(ge=1, le=256)
+    alpha: float = Field(gt=0)
+    targets: list[Literal["q_proj", "k_proj", "v_proj", "o_proj"]] = Field(min_length=1)
 
 
 class TrainConfig(Section):
-    """The same model trained on each variant, ``n_seeds`` times (Lightning)."""
+    """The same model trained on each variant, ``n_seeds`` times, at every learning rate of ``lrs`` (Lightning);
+    evaluate keeps the one with the lowest validation loss."""
 
     variants: list[Variant] = Field(min_length=1)
-    model: ModelSpec
+    lora: LoraSpec
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=1)
-    lr: float = Field(gt=0, le=1)
+    lrs: list[float] = Field(min_length=1)
     warmup_steps: int = Field(ge=0)
     trainer: TrainerConfig
 
@@ -135,31 +140,22 @@ class TrainConfig(Section):
     def _check(self) -> TrainConfig:
         if len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants must be unique, got {self.variants}")
+        if any(not 0 < lr <= 1 for lr in self.lrs) or len(set(self.lrs)) != len(self.lrs):
+            raise ValueError(f"lrs must be distinct learning rates in (0, 1], got {self.lrs}")
         return self
 
 
-class RulerConfig(Section):
-    """The mini-RULER: lengths (some beyond the training length), items per task and length, candidates."""
-
-    lengths: list[int] = Field(min_length=1)
-    items_per_task: int = Field(ge=1)
-    n_choices: int = Field(ge=2)
-    n_keys: int = Field(ge=2, le=8)
-    n_values: int = Field(ge=1, le=4)
-
-
 class EvaluateConfig(Section):
-    """Primary: long-context loss gain on one shared held-out set; secondary: the mini-RULER."""
+    """The base model and every adapted model on one shared held-out set of documents and their contexts."""
 
-    ruler: RulerConfig
     batch_size: int = Field(ge=1)
 
 
 class EvaluateInputs(Section):
-    """Evaluate needs the model's max length to refuse mini-RULER lengths it cannot run."""
+    """Evaluate scores document tokens from ``exclude_first`` on (the body band) as its primary span."""
 
     evaluate: EvaluateConfig
-    max_len: int
+    exclude_first: int
 
 
 class ReportConfig(Section):
@@ -167,7 +163,7 @@ class ReportConfig(Section):
 
     n_examples: int = Field(ge=0)
     power_gate: bool
-    min_content_gain: float = Field(ge=0)
+    gates: list[str] = Field(min_length=1)
 
 
 class ReportInputs(Section):
@@ -205,13 +201,19 @@ def load_train(params: Path) -> TrainConfig:
 
 
 def load_evaluate(params: Path) -> EvaluateInputs:
-    """``entropylong.evaluate`` and ``entropylong.train.model.max_len``."""
+    """``entropylong.evaluate`` and ``entropylong.entropy.exclude_first``."""
     return EvaluateInputs(evaluate=load_section(EvaluateConfig, f"{PAPER}.evaluate", params),
-                          max_len=load_train(params).model.max_len)
+                          exclude_first=load_entropy(params).exclude_first)
 
 
 def load_report(params: Path) -> ReportInputs:
     """``entropylong.report``, ``entropylong.verdict``, ``entropylong.entropy`` and ``entropylong.verify``."""
-    return ReportInputs(report=load_section(ReportConfig, f"{PAPER}.report", params),
-                        verdict=load_section(VerdictRule, f"{PAPER}.verdict", params),
-                        entropy=load_entropy(params), verify=load_verify(params))
+    report = load_section(ReportConfig, f"{PAPER}.report", params)
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    names = {c.name for c in verdict.checks}
+    missing = [g for g in report.gates if g not in names]
+    if missing:
+        raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
+    if set(report.gates) >= names:
+        raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
+    return ReportInputs(report=report, verdict=verdict, entropy=load_entropy(params), verify=load_verify(params))

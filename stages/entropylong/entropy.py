@@ -34,7 +34,7 @@ class Paths:
 
 def pick_documents(wiki: pd.DataFrame, enwiki: pd.DataFrame, cfg: EntropyConfig, tokenizer: Any,
                    seed: int) -> pd.DataFrame:
-    """The longest Wikipedia extracts and the first enwiki articles, cut to ``doc_tokens``; a seeded held-out split."""
+    """The longest Wikipedia extracts and the first enwiki articles, cut to ``doc_tokens``; a seeded held-out set."""
     longest = wiki.assign(n_chars=wiki.text.str.len()).sort_values(["n_chars", "id"], ascending=[False, True])
     picked = [("wikipedia", r) for r in longest.head(cfg.wiki_docs).itertuples(index=False)]
     picked += [("enwiki", r) for r in enwiki.head(cfg.enwiki_docs).itertuples(index=False)]
@@ -48,14 +48,20 @@ def pick_documents(wiki: pd.DataFrame, enwiki: pd.DataFrame, cfg: EntropyConfig,
     docs = pd.DataFrame(rows)
     if len(docs) < 2:
         raise ValueError(f"only {len(docs)} documents have at least {cfg.min_doc_tokens} tokens")
-    n_held = min(len(docs) - 1, max(1, round(cfg.heldout_fraction * len(docs))))
+    if len(docs) <= cfg.heldout_docs:
+        raise ValueError(f"{len(docs)} documents leave none for training after {cfg.heldout_docs} held out")
+    n_held = cfg.heldout_docs
     held = set(rng(seed, PAPER, "split").permutation(len(docs))[:n_held].tolist())
     docs["split"] = ["heldout" if i in held else "train" for i in range(len(docs))]
     return docs[["doc_id", "source", "article_id", "title", "split", "text", "token_ids", "n_tokens"]]
 
 
 def positions_of(doc: pd.Series, entropies: np.ndarray, cfg: EntropyConfig, tokenizer: Any) -> list[dict[str, Any]]:
-    """The document's selected positions (at the smallest ablation α) with z-score, threshold and query text."""
+    """The document's selected positions (at the smallest ablation α) with z-score, threshold and query text.
+
+    ``early`` marks the start band (position < ``exclude_first``), where a context that names the topic completes
+    the title; ``main`` (the construction's positions) needs z > α outside that band.
+    """
     ids = list(doc.token_ids)
     z = entropy_zscores(entropies)
     picked = select_positions(entropies, cfg.selection_alpha, cfg.query_window, cfg.max_positions,
@@ -64,7 +70,8 @@ def positions_of(doc: pd.Series, entropies: np.ndarray, cfg: EntropyConfig, toke
     for pos in picked:
         lo, hi = query_window(ids, pos, cfg.query_window)
         rows.append({"doc_id": doc.doc_id, "pos": pos, "entropy": float(entropies[pos - 1]), "z": float(z[pos - 1]),
-                     "threshold": entropy_threshold(entropies, cfg.alpha), "main": bool(z[pos - 1] > cfg.alpha),
+                     "threshold": entropy_threshold(entropies, cfg.alpha), "early": pos < cfg.exclude_first,
+                     "main": bool(z[pos - 1] > cfg.alpha) and pos >= cfg.exclude_first,
                      "rel_pos": pos / len(ids), "target": tokenizer.decode([ids[pos]]),
                      "query": tokenizer.decode(ids[lo:hi])})
     return rows
@@ -83,8 +90,8 @@ def run(cfg: EntropyConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                         "logprob": s.logprobs.astype(float), "z": entropy_zscores(s.entropies)}))
         position_rows += positions_of(pd.Series(doc._asdict()), s.entropies.astype(float), cfg, tokenizer)
     token_entropy = pd.concat(token_rows, ignore_index=True)
-    positions = pd.DataFrame(position_rows, columns=["doc_id", "pos", "entropy", "z", "threshold", "main", "rel_pos",
-                                                     "target", "query"])
+    positions = pd.DataFrame(position_rows, columns=["doc_id", "pos", "entropy", "z", "threshold", "early", "main",
+                                                     "rel_pos", "target", "query"])
     if positions.empty:
         raise ValueError(f"no position passed α = {cfg.selection_alpha} in any document")
     max_h = math.log(model.config.vocab_size) + 1e-3

@@ -73,17 +73,21 @@ def verification_suite() -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="h_ctx", min_value=0),
         gxe.ExpectColumnValuesToNotBeNull(column="delta_i"),
         gxe.ExpectColumnValuesToBeBetween(column="delta_i", min_value=-1e6, max_value=1),
+        gxe.ExpectColumnValuesToNotBeNull(column="null_level"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["doc_id", "chunk_id", "pos"]),
     ]
 
 
 def kept_suite(epsilon: float) -> list[Any]:
-    """``kept``: every kept context has ΔI > ε at the position it was retrieved for."""
+    """``kept``: every kept context has ΔI > ε at a main position it was retrieved for (never a null chunk)."""
     import great_expectations.expectations as gxe
 
     return [
         gxe.ExpectColumnValuesToBeBetween(column="delta_i", min_value=epsilon, strict_min=True, max_value=1),
         gxe.ExpectColumnValuesToBeInSet(column="retrieved_for", value_set=[True]),
+        gxe.ExpectColumnValuesToBeInSet(column="null", value_set=[False]),
+        gxe.ExpectColumnValuesToBeInSet(column="main", value_set=[True]),
+        gxe.ExpectColumnPairValuesAToBeGreaterThanB(column_A="delta_i", column_B="null_level"),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["doc_id", "chunk_id", "pos"]),
     ]
 
@@ -113,4 +117,18 @@ def heldout_suite(target_len: int, vocab_size: int) -> list[Any]:
                                                                        "random_context"]),
         gxe.ExpectColumnValuesToBeBetween(column="n_contexts", min_value=0),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["doc_id", "condition"]),
+    ]
+
+
+def doc_losses_suite() -> list[Any]:
+    """``doc_losses``: a finite, positive mean loss per (model, seed, document, condition) on both spans."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectColumnValuesToBeBetween(column="all", min_value=0, max_value=50),
+        gxe.ExpectColumnValuesToBeBetween(column="body", min_value=0, max_value=50),
+        gxe.ExpectColumnValuesToBeBetween(column="n_tokens", min_value=1),
+        gxe.ExpectColumnValuesToBeInSet(column="condition", value_set=["with_context", "without_context",
+                                                                       "random_context"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["model", "seed_index", "doc_id", "condition"]),
     ]

@@ -15,12 +15,12 @@ PATHS = {
     "candidates": "data/entropylong/candidates.parquet",
     "verification": "data/entropylong/verification.parquet",
     "kept": "data/entropylong/kept.parquet",
-    # construct -> train -> evaluate: tokenizer, sequences, models, metrics
-    "tokenizer": "models/entropylong/tokenizer.json",
+    # construct -> train -> evaluate: sequences, adapters, metrics
     "sequences": "data/entropylong/sequences.parquet",
     "heldout": "data/entropylong/heldout.parquet",
+    "validation": "data/entropylong/validation.parquet",
     "models": "models/entropylong/lm",
     "train_log": "data/entropylong/train_log.parquet",
     "evaluation": "data/entropylong/evaluation.json",
-    "ruler_items": "data/entropylong/ruler_items.parquet",
+    "doc_losses": "data/entropylong/doc_losses.parquet",
 }

@@ -3,7 +3,8 @@
 Entropy H_t of the model's next-token distribution at each document position; the
 adaptive threshold τ = μ_H + α·σ_H per document (§3.1); the information gain
 ΔI = (H − H′)/H of a context that, prepended, lowers the entropy at a position to H′,
-and the keep rule ΔI > ε (§3.3, model-in-the-loop verification).
+and the keep rule ΔI > ε (§3.3, model-in-the-loop verification), here also required to clear
+the ΔI that random pool chunks give at the same position (a null the paper does not use).
 """
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ def information_gain(h_before: np.ndarray | float, h_after: np.ndarray | float) 
 def keep_context(delta_i: np.ndarray | float, epsilon: float) -> np.ndarray:
     """The verification rule: keep a context when ΔI > ε (Eq. 5)."""
     return np.asarray(delta_i, dtype=float) > epsilon
+
+
+def null_threshold(null_delta_i: np.ndarray, quantile: float) -> float:
+    """The ``quantile`` of ΔI that random pool chunks give at one position: the noise level of Eq. 5's test."""
+    d = np.asarray(null_delta_i, dtype=float)
+    if d.size == 0:
+        raise ValueError("the ΔI null needs at least one random chunk at the position")
+    return float(np.quantile(d, quantile))
+
+
+def keep_verified(delta_i: np.ndarray | float, epsilon: float, null_level: np.ndarray | float) -> np.ndarray:
+    """Keep a context when ΔI > ε (Eq. 5) AND ΔI exceeds the null quantile of random chunks at the same position."""
+    return keep_context(delta_i, epsilon) & (np.asarray(delta_i, dtype=float) > np.asarray(null_level, dtype=float))
 
 
 def entropies_at_positions(model: Any, sequences: Sequence[Sequence[int]], positions: Sequence[Sequence[int]],

@@ -1,4 +1,5 @@
-"""The EntropyLong method on hand-made numbers: entropy, threshold, ΔI, keep rule, retrieval, construction, RULER."""
+"""The EntropyLong method on hand-made numbers: entropy, threshold, ΔI and its null, keep rule, retrieval,
+construction, LoRA and the held-out gains."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from stages.entropylong.contexts import (
     target_in_context,
     top_k_candidates,
 )
-from stages.entropylong.mini_ruler import TASKS, build_item, haystack_sentences, rank_score
 from stages.entropylong.sequences import assemble, truncate_document, with_and_without_context
 from stages.entropylong.uncertainty import (
     entropies_at_positions,
@@ -25,6 +25,8 @@ from stages.entropylong.uncertainty import (
     entropy_zscores,
     information_gain,
     keep_context,
+    keep_verified,
+    null_threshold,
     predictive_entropy,
     select_positions,
 )
@@ -161,29 +163,121 @@ def test_construction_length_order_and_equal_token_counts():
     assert control.tokens[control.doc_start:] == [*doc, 0] and not set(control.tokens[:control.doc_start]) & {1, 2, 3}
 
 
-def _encode(text: str) -> list[int]:
-    return [ord(c) for c in text]
+def test_null_level_and_the_rule_that_needs_both_epsilon_and_the_null():
+    null = np.array([0.05, 0.30, -0.10, 0.12, 0.20])
+    assert null_threshold(null, 1.0) == pytest.approx(0.30)  # the largest random chunk
+    assert null_threshold(null, 0.5) == pytest.approx(0.12)  # the median
+    assert null_threshold(null, 0.9) == pytest.approx(0.20 + 0.6 * (0.30 - 0.20))  # linear interpolation
+    with pytest.raises(ValueError, match="at least one"):
+        null_threshold(np.array([]), 0.9)
+    # ΔI 0.25 clears ε = 0.1 but not a null level of 0.30; 0.35 clears both; 0.08 clears a null of 0.0 but not ε
+    kept = keep_verified(np.array([0.25, 0.35, 0.08]), 0.1, np.array([0.30, 0.30, 0.0]))
+    assert kept.tolist() == [False, True, False]
+    assert keep_verified(0.3, 0.1, 0.3).item() is False  # strictly above the null level
 
 
-@pytest.mark.parametrize("task", TASKS)
-def test_mini_ruler_items_are_answerable_and_scored(task):
-    hay = haystack_sentences(["The quick brown fox jumps over the lazy dog. A second sentence follows here. "
-                              "It has 12 digits so it is dropped. Rivers run to the sea in the end."])
-    assert all(not any(ch.isdigit() for ch in s) for s in hay) and len(hay) == 3
-    item = build_item(task, 900, hay, _encode, np.random.default_rng(1), n_choices=4, n_keys=3, n_values=2)
-    assert len(item.prompt) <= 900
-    for a in item.answers:
-        assert item.answer_texts[a] in item.prompt_text  # the answer is in the haystack
-    wrong = [i for i in range(len(item.choices)) if i not in item.answers]
-    if task != "niah_single":
-        assert all(item.answer_texts[i] in item.prompt_text for i in wrong)  # distractors are in the text too
-    if task == "variable_tracking":
-        last = item.prompt_text.rsplit("VAR ", 1)[1].split()[0]
-        hop = item.prompt_text.split(f"VAR {last} = VAR ")[1].split(".")[0]
-        first = item.prompt_text.split(f"VAR {hop} = VAR ")[1].split(".")[0]
-        assert f"VAR {first} = {item.answer_texts[item.answers[0]]}." in item.prompt_text
-    perfect = [10.0 if i in item.answers else 0.0 for i in range(len(item.choices))]
-    worst = [0.0 if i in item.answers else 10.0 for i in range(len(item.choices))]
-    assert rank_score(perfect, item.answers) == 1.0
-    assert rank_score(worst, item.answers) == 0.0
-    assert 0 < item.chance < 1
+def test_evaluation_gains_and_token_weighted_spans():
+    from stages.entropylong.evaluate import content_gains, summarise
+
+    assert content_gains({"without_context": 3.0, "with_context": 2.5, "random_context": 2.9}) == \
+        pytest.approx({"gain": 0.5, "content_gain": 0.4})
+    # two documents: 10 and 20 tokens; the body excludes the first 4 of each (6 and 16 tokens)
+    rows = []
+    for doc, n, body, allv in (("a", 10, 1.0, 2.0), ("b", 20, 3.0, 4.0)):
+        for cond, shift in (("without_context", 0.5), ("with_context", 0.0), ("random_context", 0.2)):
+            rows.append({"doc_id": doc, "condition": cond, "all": allv + shift, "body": body + shift, "n_tokens": n})
+    res = summarise(pd.DataFrame(rows), exclude_first=4)
+    assert res["nll_with"] == pytest.approx((6 * 1.0 + 16 * 3.0) / 22)
+    assert res["nll_with_all"] == pytest.approx((10 * 2.0 + 20 * 4.0) / 30)
+    assert res["content_gain"] == pytest.approx(0.2) and res["gain"] == pytest.approx(0.5)
+    assert res["content_gain_all"] == pytest.approx(0.2)
+
+
+def test_lora_starts_at_the_base_layer_saves_and_loads_only_the_adapters():
+    from stages.entropylong.config import LoraSpec
+    from stages.entropylong.lm import LoRALinear, add_lora, load_lora, lora_state, reset_lora
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential()
+    model.add_module("q_proj", torch.nn.Linear(6, 4))
+    model.add_module("o_proj", torch.nn.Linear(4, 3))
+    x = torch.randn(5, 6)
+    before = model(x).detach().clone()
+    names = add_lora(model, LoraSpec(rank=2, alpha=4.0, targets=["q_proj"]))
+    assert names == ["q_proj"] and isinstance(model.q_proj, LoRALinear)
+    reset_lora(model, 3)
+    torch.testing.assert_close(model(x), before)  # B = 0: exactly the base model
+    assert {n for n, p in model.named_parameters() if p.requires_grad} == {"q_proj.lora_a", "q_proj.lora_b"}
+    with torch.no_grad():
+        model.q_proj.lora_b.fill_(0.5)
+    a, b = model.q_proj.lora_a, model.q_proj.lora_b
+    h = model.q_proj.base(x) + 2.0 * (x @ a.T @ b.T)  # scale α/r = 4/2
+    torch.testing.assert_close(model.q_proj(x), h)
+    state = lora_state(model)
+    assert set(state) == {"q_proj.lora_a", "q_proj.lora_b"}
+    reset_lora(model, 3)
+    load_lora(model, state)
+    torch.testing.assert_close(model.q_proj.lora_b, torch.full((4, 2), 0.5))
+    with pytest.raises(ValueError, match="not finite"):
+        load_lora(model, {k: v * float("nan") for k, v in state.items()})
+    with pytest.raises(ValueError, match="do not match"):
+        load_lora(model, {"q_proj.lora_a": state["q_proj.lora_a"]})
+
+
+def test_variant_contexts_of_a_document_without_candidates_is_empty_not_an_error():
+    from stages.entropylong.construct import variant_contexts
+
+    cands = pd.DataFrame({"doc_id": ["d0", "d0", "d0"], "pos": [40, 40, 20], "rank": [0, 1, 0], "chunk_id": [7, 8, 9]})
+    kept = pd.DataFrame({"doc_id": ["d0"], "pos": [40], "rank": [1], "chunk_id": [8]})
+    main_pos = {("d0", 40)}  # position 20 is not a main position (start band)
+    assert variant_contexts("d0", cands, kept, main_pos) == {"entropylong": [8], "no_verification": [7, 8],
+                                                             "concatenation": []}
+    assert variant_contexts("d1", cands, kept, main_pos) == {"entropylong": [], "no_verification": [],
+                                                             "concatenation": []}
+
+
+def test_learning_rate_is_chosen_by_mean_validation_loss_over_variants_and_seeds():
+    from stages.entropylong.evaluate import choose_lr
+
+    losses = {("entropylong", 0, 0): 2.60, ("concatenation", 0, 0): 2.50, ("entropylong", 1, 0): 2.55,
+              ("entropylong", 0, 1): 2.52, ("concatenation", 0, 1): 2.58, ("entropylong", 1, 1): 2.56}
+    chosen, means = choose_lr(losses, 2)
+    assert means == pytest.approx([2.55, 2.5533333])
+    assert chosen == 0  # lr 1 wins one variant's seed 0 but loses on the mean
+    assert choose_lr({("a", 0, 0): 1.0, ("a", 0, 1): 1.0}, 2)[0] == 0  # ties: the first
+
+
+def test_per_seed_metrics_gate_forgetting_and_paired_differences():
+    from stages.entropylong.evaluate import BASE, per_seed_metrics
+
+    def row(cg: float, alone: float) -> dict[str, float]:
+        return {"content_gain": cg, "nll_without": alone}
+
+    results = {BASE: [row(0.02, 2.5)],
+               "entropylong": [row(0.05, 2.6), row(0.03, 2.4)],
+               "no_verification": [row(0.04, 2.7), row(0.01, 2.5)],
+               "concatenation": [row(0.01, 2.5), row(0.02, 2.45)]}
+    ps = per_seed_metrics(results, 2)
+    np.testing.assert_allclose(ps["base_content_gain"], [0.02, 0.02])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_no_verification"], [0.01, 0.02])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_concatenation"], [0.04, 0.01])
+    np.testing.assert_allclose(ps["gain_no_verification_minus_concatenation"], [0.03, -0.01])
+    np.testing.assert_allclose(ps["gain_entropylong_minus_base"], [0.03, 0.01])
+    np.testing.assert_allclose(ps["content_gain_min"], [0.01, 0.01])
+    np.testing.assert_allclose(ps["alone_loss_rise_max"], [0.2, 0.0])  # worst variant per seed vs the base
+    assert list(ps) == sorted(ps)
+
+
+def test_validation_split_prefers_documents_without_a_verified_context():
+    from stages.entropylong.construct import validation_split
+
+    docs = pd.DataFrame({"doc_id": [f"d{i}" for i in range(6)],
+                         "split": ["train", "train", "train", "train", "heldout", "train"]})
+    kept, eligible = {"d0", "d1", "d5"}, {"d0", "d1", "d2", "d3", "d4", "d5"}
+    val = validation_split(docs, kept, eligible, 2, np.random.default_rng(0))
+    assert sorted(val) == ["d2", "d3"]  # the two training documents no training sequence needs
+    val = validation_split(docs, kept, eligible, 3, np.random.default_rng(0))
+    assert {"d2", "d3"} < set(val) and "d4" not in val
+    assert "d3" not in validation_split(docs, kept, eligible - {"d3"}, 2, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="val_docs"):
+        validation_split(docs, kept, eligible, 5, np.random.default_rng(0))
