@@ -28,8 +28,7 @@ from stages.core.io import load_safetensors, read_json, read_parquet, write_json
 from stages.core.stage import StageContext, Step, inp, out
 from stages.entropylong.config import PAPER, EvaluateInputs, LoraSpec, load_evaluate
 from stages.entropylong.expectations import doc_losses_suite
-from stages.entropylong.lm import add_lora, load_lora, reset_lora, span_nll
-from stages.entropylong.train import adapter_name
+from stages.entropylong.lm import adapter_name, add_lora, load_lora, reset_lora, span_nll
 
 CONDITIONS = ("without_context", "with_context", "random_context")
 BASE = "base"

@@ -42,6 +42,11 @@ class LoRALinear(nn.Module):
         return self.base(x) + (x @ self.lora_a.T @ self.lora_b.T) * self.scale
 
 
+def adapter_name(variant: str, seed_index: int, lr_index: int) -> str:
+    """The file of one run's adapter weights (train writes it, evaluate reads it)."""
+    return f"{variant}_s{seed_index}_lr{lr_index}.safetensors"
+
+
 def add_lora(model: nn.Module, spec: LoraSpec) -> list[str]:
     """Replace every ``spec.targets`` projection by a LoRALinear around it; freeze everything else; the names."""
     for p in model.parameters():

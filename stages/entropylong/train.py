@@ -17,7 +17,7 @@ from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
 from stages.entropylong.config import PAPER, TrainConfig, load_train
-from stages.entropylong.lm import AdaptedLM, add_lora, lora_state, reset_lora
+from stages.entropylong.lm import AdaptedLM, adapter_name, add_lora, lora_state, reset_lora
 
 
 @dataclass(frozen=True)
@@ -31,11 +31,6 @@ class Paths:
 def init_seed(seed: int, s: int) -> int:
     """The seed of run ``s``; shared by every variant (same adapter initialisation and data order: paired)."""
     return derive_seed(seed, PAPER, "train", s) % 2**32  # numpy / Lightning accept 32-bit seeds
-
-
-def adapter_name(variant: str, seed_index: int, lr_index: int) -> str:
-    """The file of one run's adapter weights."""
-    return f"{variant}_s{seed_index}_lr{lr_index}.safetensors"
 
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
