@@ -58,9 +58,17 @@ class SamplerConfig(Section):
 class SandboxConfig(Section):
     """The persistent PyMC worker's limits: per program, and for its start-up (import and first compile)."""
 
+    cpu_s: int = Field(ge=1, le=3600)
     wall_s: float = Field(gt=0, le=3600)
     startup_wall_s: float = Field(gt=0, le=3600)
     memory_mb: int = Field(ge=200, le=16000)
+
+    @model_validator(mode="after")
+    def _wall_is_a_safety_net(self) -> SandboxConfig:
+        if self.wall_s < 3 * self.cpu_s:
+            raise ValueError(f"wall_s ({self.wall_s}) must be at least 3 x cpu_s ({self.cpu_s}): the CPU-time "
+                             "limit decides a program's outcome, the wall clock only stops a worker that hangs")
+        return self
 
 
 class ReliabilityConfig(Section):

@@ -6,7 +6,7 @@ from typing import Any
 
 ROLES = ["fit", "heldout"]
 ARMS = ["unconstrained", "syntax", "refinestat", "expert", "misspecified"]
-OUTCOMES = ["ok", "error", "timeout", "memory", "crash", "none"]
+OUTCOMES = ["ok", "error", "cpu", "timeout", "memory", "crash", "none"]
 
 
 def eight_schools_suite() -> list[Any]:

@@ -4,9 +4,12 @@ The stage never runs a generated program itself. :class:`PplSandbox` starts
 ``python -m stages.refinestat.ppl_sandbox`` in its own process group (the way
 ``stages.core.sandbox.run_limited`` does) and sends it one JSON request per line; the worker builds
 the model, samples with NUTS, computes the diagnostics with arviz and the held-out log predictive
-density, and answers one JSON line. A watchdog enforces a wall-clock limit per request and a limit on
-the resident memory of the whole group; at a limit the group is killed, the request is recorded as
-``timeout`` or ``memory``, and the next request starts a fresh worker. pytensor compiles into a
+density, and answers one JSON line. A watchdog enforces, per request, a CPU-time limit on the worker's
+whole process group (it decides: a program's CPU seconds are the same on an idle and on a busy machine,
+where a wall-clock limit would turn a slow run into a failure), a wall-clock limit as a safety net for a
+worker that hangs without computing, and a limit on the group's resident memory; at a limit the group
+is killed, the request is recorded as ``cpu``, ``timeout`` or ``memory``, and the next request starts a
+fresh worker. pytensor compiles into a
 folder the stage owns (``PYTENSOR_FLAGS=compiledir=...``), never the home directory.
 """
 
@@ -29,7 +32,25 @@ import psutil
 from stages.core.sandbox import MIB, Limits, _group_rss, _kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
+LIMIT_NAMES = {"cpu": "CPU-time", "timeout": "wall-clock", "memory": "memory"}
 WARMUP_PROGRAM = ('m = pm.Normal("m", mu=0, sigma=1)', 'y_obs = pm.Normal("y_obs", mu=m, sigma=1, observed=y)')
+
+
+def group_cpu_seconds(proc: psutil.Process) -> float:
+    """CPU seconds (user + system) of a process and its descendants, the ones that exited included
+    (a waited-for child's time is in its parent's ``children_*``); a member that is gone adds nothing."""
+    try:
+        members = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for member in members:
+        try:
+            t = member.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
 
 
 class PplSandbox:
@@ -83,9 +104,11 @@ class PplSandbox:
             self._stderr.close()
             self._stderr = None
 
-    def _ask(self, request: dict[str, Any], wall_s: float) -> dict[str, Any]:
-        """Send one request; wait for its answer under the wall and memory limits."""
+    def _ask(self, request: dict[str, Any], wall_s: float, cpu_s: float | None = None) -> dict[str, Any]:
+        """Send one request; wait for its answer under the CPU-time, wall and memory limits."""
         assert self.proc is not None and self.proc.stdin is not None
+        watched = psutil.Process(self.proc.pid)
+        cpu_start = group_cpu_seconds(watched)
         start = time.monotonic()
         try:
             self.proc.stdin.write(json.dumps(request) + "\n")
@@ -93,7 +116,6 @@ class PplSandbox:
         except (BrokenPipeError, OSError):
             self._kill()
             return {"outcome": "crash", "error": "the worker had exited", "wall_s": 0.0}
-        watched = psutil.Process(self.proc.pid)
         peak = 0
         while True:
             try:
@@ -101,13 +123,16 @@ class PplSandbox:
             except queue.Empty:
                 rss = _group_rss(watched)
                 peak = max(peak, rss)
+                used = group_cpu_seconds(watched) - cpu_start
                 reason = ("memory" if rss > self.limits.memory_mb * MIB
+                          else "cpu" if cpu_s is not None and used > cpu_s
                           else "timeout" if time.monotonic() - start > wall_s else None)
                 if reason:
                     self._kill()
                     self.restarts += 1
-                    return {"outcome": reason, "error": f"killed at the {reason} limit",
-                            "wall_s": round(time.monotonic() - start, 3), "peak_rss_mb": round(peak / MIB, 1)}
+                    return {"outcome": reason, "error": f"killed at the {LIMIT_NAMES[reason]} limit",
+                            "wall_s": round(time.monotonic() - start, 3), "cpu_s": round(used, 3),
+                            "peak_rss_mb": round(peak / MIB, 1)}
                 continue
             if line is None:
                 self._kill()
@@ -115,6 +140,7 @@ class PplSandbox:
                 return {"outcome": "crash", "error": "the worker exited", "wall_s": round(time.monotonic() - start, 3)}
             answer = json.loads(line)
             answer["wall_s"] = round(time.monotonic() - start, 3)
+            answer["cpu_s"] = round(group_cpu_seconds(watched) - cpu_start, 3)
             answer["peak_rss_mb"] = round(peak / MIB, 1)
             return answer
 
@@ -123,7 +149,7 @@ class PplSandbox:
         if self.proc is None or self.proc.poll() is not None:
             self._kill()
             self._start()
-        return self._ask(request, self.limits.wall_s)
+        return self._ask(request, self.limits.wall_s, self.limits.cpu_s)
 
     def close(self) -> None:
         """Stop the worker."""

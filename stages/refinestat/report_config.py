@@ -15,6 +15,7 @@ from stages.refinestat.config import (
     ReliabilityConfig,
     ReportConfig,
     SamplerConfig,
+    SandboxConfig,
     TaskName,
     load_report,
 )
@@ -48,7 +49,8 @@ class ContextConfig(Section):
 
 
 class ReportStepInputs(Section):
-    """Everything the report reads: the verdict rule, its section, the context, reliability, generator and sampler."""
+    """Everything the report reads: the verdict rule, its section, the context, reliability, generator, sampler
+    and the sandbox's limits."""
 
     verdict: VerdictRule
     report: ReportConfig
@@ -56,13 +58,15 @@ class ReportStepInputs(Section):
     reliability: ReliabilityConfig
     generate: GenerateConfig
     sampler: SamplerConfig
+    sandbox: SandboxConfig
     min_passing: int
     token_budget: int
     max_runs: int
 
 
 def load_report_step(params: Path) -> ReportStepInputs:
-    """``refinestat.verdict``, ``.report``, ``.context``, ``.reliability``, ``.generate`` and ``.sampler``."""
+    """``refinestat.verdict``, ``.report``, ``.context``, ``.reliability``, ``.generate``, ``.sampler`` and
+    ``.sandbox``."""
     base = load_report(params)
     reliability = load_section(ReliabilityConfig, f"{PAPER}.reliability", params)
     generate = load_section(GenerateConfig, f"{PAPER}.generate", params)
@@ -70,4 +74,5 @@ def load_report_step(params: Path) -> ReportStepInputs:
                             context=load_section(ContextConfig, f"{PAPER}.context", params),
                             reliability=reliability, generate=generate,
                             sampler=load_section(SamplerConfig, f"{PAPER}.sampler", params),
+                            sandbox=load_section(SandboxConfig, f"{PAPER}.sandbox", params),
                             min_passing=base.min_passing, token_budget=base.token_budget, max_runs=base.max_runs)

@@ -93,7 +93,7 @@ def run(cfg: SynthesizeInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                         max_statements=g.max_statements,
                         max_line_tokens=g.max_line_tokens, refine_rounds=g.refine_rounds,
                         min_passing=cfg.reliability.min_passing, thresholds=cfg.reliability)
-    limits = Limits(wall_s=cfg.sandbox.wall_s, memory_mb=cfg.sandbox.memory_mb)
+    limits = Limits(wall_s=cfg.sandbox.wall_s, memory_mb=cfg.sandbox.memory_mb, cpu_s=cfg.sandbox.cpu_s)
     programs: list[dict[str, Any]] = []
     versions: list[dict[str, Any]] = []
     jobs = [(s, t) for s in range(g.n_seeds) for t in tasks]

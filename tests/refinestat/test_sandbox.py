@@ -1,8 +1,14 @@
 """The persistent PyMC worker: a program that loops forever and one that allocates past the memory limit are
-killed and recorded, and the next program runs in a fresh worker."""
+killed and recorded, and the next program runs in a fresh worker; the CPU-time limit decides, the wall clock
+only stops a worker that computes nothing."""
+
+import subprocess
+import sys
+
+import psutil
 
 from stages.core.sandbox import Limits
-from stages.refinestat.ppl_sandbox import ROOT, PplSandbox
+from stages.refinestat.ppl_sandbox import ROOT, PplSandbox, group_cpu_seconds
 
 DATA = {"y": [0.5, -0.1, 0.3, 0.9]}
 OK = ['m = pm.Normal("m", mu=0, sigma=1)', 'y_obs = pm.Normal("y_obs", mu=m, sigma=1, observed=y)']
@@ -14,11 +20,12 @@ def request(program):
 
 
 def test_kills_a_loop_and_a_memory_hog_and_carries_on():
-    with PplSandbox(Limits(wall_s=20, memory_mb=1200), 900, ROOT / ".cache" / "pytensor") as sandbox:
+    with PplSandbox(Limits(wall_s=60, memory_mb=1200, cpu_s=10), 900, ROOT / ".cache" / "pytensor") as sandbox:
         first = sandbox.run(request(OK))
-        assert first["outcome"] == "ok" and first["heldout_lpd"] is not None
+        assert first["outcome"] == "ok" and first["heldout_lpd"] is not None and 0 < first["cpu_s"]
         loop = sandbox.run(request(["while True:\n    pass"]))
-        assert loop["outcome"] == "timeout" and sandbox.restarts == 1
+        assert loop["outcome"] == "cpu" and sandbox.restarts == 1 and loop["cpu_s"] > 10
+        assert loop["wall_s"] < 60, "the CPU-time limit, not the wall clock, stopped the loop"
         hog = sandbox.run(request(["blocks = [bytearray(b'x' * 2**20) for _ in range(4000)]"]))
         assert hog["outcome"] == "memory" and sandbox.restarts == 2
         error = sandbox.run(request(['m = pm.Gaussian("m", 0, 1)']))
@@ -31,3 +38,26 @@ def test_printing_does_not_break_the_protocol():
     with PplSandbox(Limits(wall_s=60, memory_mb=1500), 900, ROOT / ".cache" / "pytensor") as sandbox:
         result = sandbox.run(request(['print("hello")', *OK]))
         assert result["outcome"] == "ok"
+
+
+def test_a_worker_that_sleeps_is_stopped_by_the_wall_clock_not_charged_cpu():
+    """A program that waits without computing uses no CPU time: only the wall-clock safety net stops it."""
+    with PplSandbox(Limits(wall_s=4, memory_mb=1200, cpu_s=2), 900, ROOT / ".cache" / "pytensor") as sandbox:
+        sleeper = sandbox.run(request(["import time\ntime.sleep(30)"]))
+        assert sleeper["outcome"] == "timeout" and sleeper["cpu_s"] < 2 and sandbox.restarts == 1
+        assert sandbox.run(request(OK))["outcome"] == "ok"
+
+
+def test_cpu_time_counts_the_whole_process_group():
+    """CPU seconds of a child that has exited (pytensor's compiler is one) stay charged to its parent's group."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0:\n    pass"
+    live = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                             f"subprocess.run([sys.executable, '-c', {burn!r}])\nprint('done', flush=True)\n"
+                             "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout is not None and live.stdout.readline().strip() == "done"  # the child has exited
+        used = group_cpu_seconds(psutil.Process(live.pid))
+        assert 1.0 <= used < 5.0
+    finally:
+        live.kill()
+        live.wait()

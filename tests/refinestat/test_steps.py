@@ -54,3 +54,11 @@ def test_a_corrupted_task_table_is_refused(smoke_repo, tmp_path):
     with pytest.raises(DataValidationError):
         smoke_repo.run(f"{PAPER}-synthesize", tasks=bad, programs=tmp_path / "p.parquet",
                        versions=tmp_path / "v.parquet")
+
+
+def test_a_wall_clock_limit_that_could_decide_is_refused(tmp_path):
+    """The CPU-time limit decides a program's outcome; a wall limit under 3 x cpu_s would let load decide it."""
+    params = write_params(tmp_path, **{"refinestat.sandbox.cpu_s": 45, "refinestat.sandbox.wall_s": 100})
+    with pytest.raises(ConfigError, match=r"wall_s .* at least 3 x cpu_s"):
+        config.load_synthesize(params)
+    config.load_synthesize(write_params(tmp_path, **{"refinestat.sandbox.cpu_s": 45, "refinestat.sandbox.wall_s": 135}))
