@@ -12,7 +12,7 @@ from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
 PAPER = "sysmobench"
-SystemName = Literal["spinlock", "mutex", "ringbuffer"]
+SystemName = Literal["spinlock", "mutex", "ringbuffer", "election"]
 Operator = Literal["rename_variable", "type_error", "remove_action", "swap_update", "drop_guard"]
 OPERATOR_NAMES = ("rename_variable", "type_error", "remove_action", "swap_update", "drop_guard")
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
@@ -112,9 +112,11 @@ class PreviousRule(Section):
 
 
 class ReportInputs(Section):
-    """The report reads the verdict rule and which checks are gates (positive controls)."""
+    """The report reads the verdict rule, which checks are gates (positive controls), and evaluate's limits (the
+    evaluation budget it states)."""
 
     verdict: VerdictRule
+    evaluate: EvaluateConfig
     gates: list[str] = Field(min_length=1)
     sizing_history: list[str] = Field(min_length=1)
     previous_rules: list[PreviousRule]
@@ -149,7 +151,7 @@ def load_evaluate(params: Path) -> EvaluateInputs:
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``sysmobench.verdict`` and ``sysmobench.report.gates``."""
+    """``sysmobench.verdict``, ``sysmobench.report`` and ``sysmobench.evaluate``."""
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
     section = load_section(_Report, f"{PAPER}.report", params)
     gates = section.gates
@@ -159,5 +161,5 @@ def load_report(params: Path) -> ReportInputs:
         raise ConfigError(f"{PAPER}.report.gates: {missing} are not checks of {PAPER}.verdict")
     if set(gates) == names:
         raise ConfigError(f"{PAPER}.report.gates: at least one check of {PAPER}.verdict must be a claim, not a gate")
-    return ReportInputs(verdict=verdict, gates=gates, sizing_history=section.sizing_history,
-                        previous_rules=section.previous_rules)
+    return ReportInputs(verdict=verdict, evaluate=load_section(EvaluateConfig, f"{PAPER}.evaluate", params),
+                        gates=gates, sizing_history=section.sizing_history, previous_rules=section.previous_rules)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-ACTIONS = ["Init", "Acquire", "Release", "Lock", "Wait", "Unlock", "Handoff", "Produce", "Consume"]
-SYSTEMS = ["spinlock", "mutex", "ringbuffer"]
+ACTIONS = ["Init", "Acquire", "Release", "Lock", "Wait", "Unlock", "Handoff", "Produce", "Consume", "Join", "Defer",
+           "Declare", "Crash"]
+SYSTEMS = ["spinlock", "mutex", "ringbuffer", "election"]
 KINDS = ["reference", "renamed", "reordered", "mutant", "generated"]
 GENERATORS = ["smollm2-135m", "http-endpoint"]
 OPERATORS = ["none", "rename_variable", "type_error", "remove_action", "swap_update", "drop_guard"]

@@ -17,12 +17,12 @@ from stages.sysmobench import implementations
 from stages.sysmobench.specs import REFERENCE, System, render
 
 CLASSES = {"spinlock": implementations.SpinLock, "mutex": implementations.WaitQueueMutex,
-           "ringbuffer": implementations.RingBuffer}
+           "ringbuffer": implementations.RingBuffer, "election": implementations.LeaderElection}
 MODULE_TEXT = re.compile(r"-{4,}\s*MODULE.*?={4,}", re.DOTALL)
 MODULE_END = "===="  # the end of a TLA+ module: decoding stops there
 MODULE_START = re.compile(r"-{4,}\s*MODULE\s+\w+\s*-{4,}")
 # the worked example shown for each target: always another system's code and reference spec
-EXAMPLE_OF = {"spinlock": "ringbuffer", "mutex": "spinlock", "ringbuffer": "mutex"}
+EXAMPLE_OF = {"spinlock": "ringbuffer", "mutex": "spinlock", "ringbuffer": "mutex", "election": "mutex"}
 
 
 def _task(system: System, code: bool = True) -> str:

@@ -1,11 +1,12 @@
-"""The system artifacts: a spinlock, a mutex with a wait queue and a ring buffer, written here in Python and
-instrumented to log each code action with the abstract state after it (SysMoBench §3.3: instrumented
-executions produce the traces that conformance checking replays).
+"""The system artifacts: a spinlock, a mutex with a wait queue, a ring buffer and a leader election among nodes,
+written here in Python and instrumented to log each code action with the abstract state after it (SysMoBench
+§3.3: instrumented executions produce the traces that conformance checking replays).
 
 Processes are generators: each ``yield`` ends one atomic step of the real code, and a seeded scheduler picks
 which runnable process steps next, so an execution is one interleaving of the implementation, reproducible
 from its seed. The logged state is the implementation's own fields (the lock word, the owner, the queue, the
-slots and indices) plus each process's position in its code (``pc``), written as TLA+ values.
+slots and indices; the election's roles, known leaders and live count) plus each process's position in its code
+(``pc``) where the state alone does not give it, written as TLA+ values.
 """
 
 from __future__ import annotations
@@ -139,6 +140,60 @@ class RingBuffer:
             yield
 
 
+class LeaderElection:
+    """Highest-id-wins (bully) election among nodes 1..N that crash and rejoin: a candidate defers to a higher live
+    node or, with none, declares itself leader and every live node follows it; a crash makes the nodes that
+    followed the crashed node or waited for a leader candidates again. ``leader`` is each node's known leader
+    (0: none); a waiting follower has deferred and knows no leader yet."""
+
+    def __init__(self, n_nodes: int, rng: np.random.Generator, crash_p: float = 0.2) -> None:
+        self.role = ["down"] * n_nodes
+        self.leader = [0] * n_nodes
+        self.live = 0
+        self.rng, self.crash_p = rng, crash_p
+
+    def state(self) -> dict[str, str]:
+        return {"role": tla_value(self.role), "leader": tla_value(self.leader), "live": tla_value(self.live)}
+
+    def higher_live(self, p: int) -> bool:
+        """Whether a node with a higher id than ``p`` is up."""
+        return any(r != "down" for r in self.role[p:])
+
+    def declare(self, p: int) -> None:
+        """``p`` leads; every live node (a former leader included) follows it."""
+        for k, r in enumerate(self.role):
+            if r != "down":
+                self.role[k], self.leader[k] = "follower", p
+        self.role[p - 1] = "leading"
+
+    def crash(self, p: int) -> None:
+        """``p`` goes down; its followers and the waiting followers become candidates and forget their leader."""
+        for k, r in enumerate(self.role):
+            if r == "follower" and self.leader[k] in (0, p):
+                self.role[k] = "candidate"
+            if self.leader[k] == p:
+                self.leader[k] = 0
+        self.role[p - 1], self.leader[p - 1] = "down", 0
+        self.live -= 1
+
+    def process(self, p: int, log: Callable[[str, list[int]], None]) -> Iterator[None]:
+        while True:
+            if self.role[p - 1] == "down":
+                self.role[p - 1] = "candidate"
+                self.live += 1
+                log("Join", [p])
+            elif self.rng.random() < self.crash_p:
+                self.crash(p)
+                log("Crash", [p])
+            elif self.role[p - 1] == "candidate" and self.higher_live(p):
+                self.role[p - 1] = "follower"
+                log("Defer", [p])
+            elif self.role[p - 1] == "candidate":
+                self.declare(p)
+                log("Declare", [p])
+            yield
+
+
 def execute(system: str, n_steps: int, rng: np.random.Generator, n_procs: int, capacity: int,
             n_values: int) -> list[Step]:
     """One seeded execution: the initial state, then every logged action until ``n_steps`` actions."""
@@ -149,6 +204,8 @@ def execute(system: str, n_steps: int, rng: np.random.Generator, n_procs: int, c
         obj = WaitQueueMutex(n_procs)
     elif system == "ringbuffer":
         obj = RingBuffer(capacity, list(range(1, n_values + 1)), rng)
+    elif system == "election":
+        obj = LeaderElection(n_procs, rng)
     else:
         raise ValueError(f"unknown system {system!r}")
     steps: list[Step] = [{"action": "Init", "args": [], "state": obj.state()}]

@@ -200,6 +200,16 @@ def score(tools: Tools, system: System, text: str, traces: Sequence[Sequence[dic
                   f"sany=ok runtime={r_out} conformance={c_out} invariants={i_out}")
 
 
+def tool_runs(text: str, module: str, actions: Sequence[str], parses: bool, mutant: bool) -> int:
+    """How many SANY and TLC runs :func:`score` starts for a candidate, plus the equivalence check
+    (:func:`transitions`) of a mutant SANY accepts: a module SANY accepts gets one SANY run and the three TLC runs;
+    one it rejects gets one SANY run per action it defines (the per-action syntax score) and nothing else."""
+    if parses:
+        return 1 + 3 + int(mutant)
+    defs = definitions(rename_module(text, module))
+    return 1 + sum(a in defs for a in actions)
+
+
 def transitions(tools: Tools, system: System, text: str) -> tuple[frozenset[str] | None, str]:
     """The spec's reachable non-stuttering transitions within the system's bound (canonical text), or None if TLC
     did not finish."""

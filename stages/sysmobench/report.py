@@ -16,8 +16,11 @@ from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mea
 from stages.core.stage import StageContext, Step, inp
 from stages.sysmobench.config import PAPER, PreviousRule, ReportInputs, load_report
 from stages.sysmobench.expectations import METRICS as METRIC_NAMES
+from stages.sysmobench.generators import EXAMPLE_OF
 from stages.sysmobench.io import read_scores
+from stages.sysmobench.metrics import tool_runs
 from stages.sysmobench.mutation import OPERATORS, TARGET_METRIC
+from stages.sysmobench.specs import REFERENCE
 
 TIMED_STEPS = ("traces", "generate", "evaluate")
 CARD = PaperCard(
@@ -168,6 +171,16 @@ def rule_history(scores: pd.DataFrame, operators: list[str], previous: list[Prev
     return rows
 
 
+def evaluation_budget(scores: pd.DataFrame, cpu_s: float, workers: int) -> dict[str, Any]:
+    """Evaluate's tool budget: its SANY and TLC runs (:func:`tool_runs` of every candidate, plus one exploration of
+    each system's reference) times the CPU-time limit of a run over the JVMs at once, an upper bound of the time
+    its tool runs take (each stops at ``cpu_s`` CPU seconds; ``workers`` run at once)."""
+    runs = scores.system.nunique() + sum(
+        tool_runs(r.spec, REFERENCE[r.system].module, REFERENCE[r.system].in_next, bool(r.whole_module_parses),
+                  r.kind == "mutant") for r in scores.itertuples())
+    return {"runs": int(runs), "cpu_s": cpu_s, "workers": workers, "bound_s": runs * cpu_s / workers}
+
+
 def leaderboard(scores: pd.DataFrame) -> list[dict[str, Any]]:
     """Per system and candidate class: mean ± std over seeds of each metric (equivalent mutants left out)."""
     rows = []
@@ -265,8 +278,10 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                     for r in draws},
                "verdict": claim.verdict}
     in_verdict = {c.metric for c in cfg.verdict.checks}
-    write_report(paths, claim, metrics, timings, n_seeds=len(seeds), seeds=seeds,
-                 systems=sorted(scores.system.unique()),
+    systems = sorted(scores.system.unique())
+    write_report(paths, claim, metrics, timings, n_seeds=len(seeds), seeds=seeds, systems=systems,
+                 budget=evaluation_budget(scores, cfg.evaluate.cpu_s, cfg.evaluate.workers),
+                 examples=[{"system": s, "example": EXAMPLE_OF[s]} for s in systems],
                  operators=operators, board=leaderboard(scores), matrix=catch_matrix(scores),
                  counts=metrics["counts"], means=metrics["mutant_means"], gates=cfg.gates,
                  sizing_history=cfg.sizing_history, draws=draws,

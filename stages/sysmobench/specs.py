@@ -150,13 +150,37 @@ RINGBUFFER = Spec(
     in_next=("Produce", "Consume"),
 )
 
-REFERENCE = {"spinlock": SPINLOCK, "mutex": MUTEX, "ringbuffer": RINGBUFFER}
+N = (("n", "Nodes"),)
+# a crash: the node goes down; the nodes that followed it, or waited for a leader, become candidates and forget it
+_CRASH_ROLE = ('[k \\in Nodes |-> IF k = n THEN "down" ELSE IF leader[k] \\in {0, n} /\\ role[k] = "follower" '
+               'THEN "candidate" ELSE role[k]]')
+
+ELECTION = Spec(
+    module="Election", extends=("Naturals",), constants=("Nodes",), variables=("role", "leader", "live"),
+    init=(("role", '[k \\in Nodes |-> "down"]'), ("leader", "[k \\in Nodes |-> 0]"), ("live", "0")),
+    actions=(
+        Action("Join", N, ('role[n] = "down"',), (("role", '[role EXCEPT ![n] = "candidate"]'), ("live", "live + 1"))),
+        Action("Defer", N, ('role[n] = "candidate"', '(\\E m \\in Nodes : m > n /\\ role[m] # "down")'),
+               (("role", '[role EXCEPT ![n] = "follower"]'),)),
+        Action("Declare", N, ('role[n] = "candidate"', '(\\A m \\in Nodes : role[m] # "down" => m <= n)'),
+               (("role", '[k \\in Nodes |-> IF k = n THEN "leading" ELSE IF role[k] = "down" THEN "down" '
+                         'ELSE "follower"]'),
+                ("leader", '[k \\in Nodes |-> IF role[k] = "down" THEN 0 ELSE n]'))),
+        Action("Crash", N, ('role[n] # "down"',),
+               (("role", _CRASH_ROLE),
+                ("leader", "[k \\in Nodes |-> IF k = n \\/ leader[k] = n THEN 0 ELSE leader[k]]"),
+                ("live", "live - 1"))),
+    ),
+    in_next=("Join", "Defer", "Declare", "Crash"),
+)
+
+REFERENCE = {"spinlock": SPINLOCK, "mutex": MUTEX, "ringbuffer": RINGBUFFER, "election": ELECTION}
 
 _MUTUAL_EXCLUSION = '\\A p, q \\in Procs : (pc[p] = "cs" /\\ pc[q] = "cs") => p = q'
 
 
 def systems(n_procs: int, capacity: int, n_values: int) -> dict[str, System]:
-    """The three systems with their TLC constants at the given sizes."""
+    """The systems with their TLC constants at the given sizes (the election's nodes are ``n_procs``)."""
     procs = "{" + ", ".join(str(i) for i in range(1, n_procs + 1)) + "}"
     return {
         "spinlock": System(
@@ -191,12 +215,31 @@ def systems(n_procs: int, capacity: int, n_values: int) -> dict[str, System]:
              "TailFollowsHead": "tail = (head + count) % Cap",
              "OccupiedSlots": "\\A k \\in 0..(Cap - 1) : (buf[(head + k) % Cap] # 0) <=> k < count"},
             bound="count + 1 \\in 0..(Cap + 2)"),
+        "election": System(
+            "election", "Election",
+            "Leader election among nodes 1..N, the highest id wins: a down node joins as a candidate; a candidate "
+            "defers (a follower waiting for a leader) while a node with a higher id is up, else it declares itself "
+            "leader and every live node follows it; a live node may crash: it goes down, and the nodes that "
+            "followed it or waited for a leader become candidates again. leader[k] is the leader node k knows "
+            "(0: none); live counts the nodes that are up.",
+            {"Nodes": procs}, ELECTION.variables, ("Join", "Defer", "Declare", "Crash"),
+            {"AtMostOneLeader": '\\A p, q \\in Nodes : (role[p] = "leading" /\\ role[q] = "leading") => p = q',
+             "KnownLeaderLeads": '\\A k \\in Nodes : leader[k] # 0 => (role[leader[k]] = "leading" /\\ leader[k] >= k)',
+             "LeaderKnowsItself": '\\A k \\in Nodes : role[k] = "leading" => leader[k] = k',
+             "OnlyFollowersHaveALeader": '\\A k \\in Nodes : role[k] \\in {"down", "candidate"} => leader[k] = 0',
+             "WaitingFollowerHasAHigherNode": ('\\A k \\in Nodes : (role[k] = "follower" /\\ leader[k] = 0) => '
+                                               '(\\E m \\in Nodes : m > k /\\ role[m] # "down")'),
+             "LiveCount": 'live = Cardinality({k \\in Nodes : role[k] # "down"})',
+             "TypeOK": ('role \\in [Nodes -> {"down", "candidate", "follower", "leading"}] '
+                        "/\\ leader \\in [Nodes -> Nodes \\cup {0}] /\\ live \\in 0..Cardinality(Nodes)")},
+            bound="live + 1 \\in 0..(Cardinality(Nodes) + 2)"),
     }
 
 
-# a consistent renaming of every variable of the three systems (names a modeller might choose instead)
+# a consistent renaming of every variable of the systems (names a modeller might choose instead)
 RENAMING = {"locked": "lockWord", "pc": "where", "owner": "holder", "queue": "waiters", "buf": "slots",
-            "head": "rd", "tail": "wr", "count": "used", "last": "taken"}
+            "head": "rd", "tail": "wr", "count": "used", "last": "taken", "role": "status", "leader": "chief",
+            "live": "upCount"}
 
 
 def rename_in(text: str, mapping: dict[str, str]) -> str:

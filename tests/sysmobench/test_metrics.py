@@ -38,7 +38,7 @@ def mutant(spec: specs.Spec, operator: str, site: str) -> str:
     return specs.render(next(m.spec for m in mutation.SITES[operator](spec) if m.site == site))
 
 
-@pytest.mark.parametrize("name", ["spinlock", "mutex", "ringbuffer"])
+@pytest.mark.parametrize("name", ["spinlock", "mutex", "ringbuffer", "election"])
 def test_reference_scores_one_on_every_metric(tools, name):
     system = specs.systems(2, 2, 2)[name]
     scores = metrics.score(tools, system, specs.render(specs.REFERENCE[name]), real_traces(name), SIM)
@@ -46,7 +46,7 @@ def test_reference_scores_one_on_every_metric(tools, name):
     assert scores.whole_module_parses
 
 
-@pytest.mark.parametrize("name", ["spinlock", "mutex", "ringbuffer"])
+@pytest.mark.parametrize("name", ["spinlock", "mutex", "ringbuffer", "election"])
 def test_the_reference_renamed_or_reordered_scores_one_on_every_metric(tools, name):
     ref = specs.REFERENCE[name]
     mapping = {v: specs.RENAMING[v] for v in ref.variables}

@@ -11,6 +11,7 @@ from stages.sysmobench.config import load_report
 from stages.sysmobench.report import (
     by_construction,
     caught_by,
+    evaluation_budget,
     invariant_split,
     mutant_draws,
     ordering_share,
@@ -120,3 +121,18 @@ def test_t_intervals_hand_computed():
     assert len(rows) == 1  # one seed has no interval
     # mean 0.95, sd 0.05, t(0.975, 2) = 4.3027, half width 4.3027 * 0.05 / sqrt(3) = 0.1242
     assert rows[0]["95% t-interval"] == "[0.826, 1.074]"
+
+
+def test_evaluation_budget_by_hand():
+    half = "---- MODULE Spinlock ----\nVARIABLES locked, pc\nAcquire(p) == locked' = TRUE\nRelease(p) == \n===="
+    scores = pd.DataFrame([
+        cand(0, "none", 1.0, OK.format("ok"), kind="reference", system="spinlock"),        # SANY + 3 TLC: 4
+        cand(0, "none", 1.0, OK.format("ok"), kind="renamed", system="spinlock"),          # 4
+        cand(0, "drop_guard", 0.5, OK.format("violated"), system="spinlock"),              # + equivalence: 5
+        {**cand(0, "rename_variable", 0.0, "sany=error", parses=False, system="spinlock"), "spec": half},  # 1 + 2
+        cand(0, "none", 0.0, "sany=error", parses=False, kind="generated", system="spinlock"),  # no action: 1
+        cand(0, "swap_update", 1.0, OK.format("ok"), system="ringbuffer"),                 # 5
+    ])
+    budget = evaluation_budget(scores, cpu_s=10, workers=2)
+    # 4 + 4 + 5 + 3 + 1 + 5 = 22 candidate runs, plus one reference exploration per system (2): 24 runs
+    assert budget == {"runs": 24, "cpu_s": 10, "workers": 2, "bound_s": 120.0}
