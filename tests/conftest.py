@@ -34,3 +34,12 @@ def write_params(tmp_path: Path, profile: str = "smoke", **edits: object) -> Pat
 def smoke_params(tmp_path: Path) -> Path:
     """params.yaml at the smoke profile, in a temporary folder."""
     return write_params(tmp_path)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the Prefect tests run in one worker, one after another:
+    they share a session's Prefect server and start UI and Dask processes of their own."""
+    flows = ROOT / "tests" / "flows"
+    for item in items:
+        if Path(str(item.path)).is_relative_to(flows):
+            item.add_marker(pytest.mark.xdist_group("prefect"))
