@@ -90,6 +90,9 @@ def markdown(result: dict) -> str:
     lines = ["# Test suite time", "",
              f"{result['tests']} tests, {result['papers']} papers, suite wall time "
              f"{result['suite_wall_s'] / 60:.1f} min (load {result['machine']['load_average_1min']} at the end).", "",
+             "Seconds are test times summed over the pytest-xdist workers, so the parts add up to more than the wall "
+             "time; a worker that waited for the shared smoke DAG counts the wait in its first test that needed it.",
+             "",
              "| part | seconds |", "|---|---:|",
              f"| smoke DAG, shared run (the `smoke_repo` fixture) | {result['smoke_dag_shared_run_s']} |",
              f"| smoke DAG, determinism rerun | {result['smoke_dag_determinism_rerun_s']} |",
