@@ -81,7 +81,6 @@ def test_smoke_repro_writes_every_report_and_the_ledger(smoke_repo, record_prope
     assert "max_trajectory_gap" in shown
 
 
-@pytest.mark.slow
 def _linked_copy(src: Path, dest: Path) -> Path:
     """A workspace copy whose files are hard links to the shared run's (seconds, no extra disk), except
     params.yaml and dvc.lock, which are copied: DVC replaces an output by unlinking it and writing a new
