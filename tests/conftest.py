@@ -36,9 +36,26 @@ def smoke_params(tmp_path: Path) -> Path:
     return write_params(tmp_path)
 
 
+# the test that runs the whole smoke DAG a second time (about as long as the shared run itself)
+DETERMINISM_TEST = "test_a_second_smoke_run_reproduces_every_output_bit_for_bit"
+
+
+def schedule_rank(item: pytest.Item) -> int:
+    """Where a test goes in the run order: the determinism rerun first, then the tests that need no
+    smoke DAG, then the tests that read it. Under pytest-xdist the first worker to take the
+    determinism test builds the shared smoke DAG and reruns it, while the other worker runs the
+    tests that need neither, so no worker sits idle waiting for the build and the rerun does not
+    start last and run alone."""
+    if getattr(item, "originalname", item.name) == DETERMINISM_TEST:
+        return 0
+    return 2 if "smoke_repo" in getattr(item, "fixturenames", ()) else 1
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``--dist loadgroup``), the Prefect tests run in one worker, one after another:
-    they share a session's Prefect server and start UI and Dask processes of their own."""
+    """Run order by ``schedule_rank`` (a stable sort: within a rank, collection order). Under
+    pytest-xdist (``--dist loadgroup``), the Prefect tests run in one worker, one after another: they
+    share a session's Prefect server and start UI and Dask processes of their own."""
+    items.sort(key=schedule_rank)
     flows = ROOT / "tests" / "flows"
     for item in items:
         if Path(str(item.path)).is_relative_to(flows):
