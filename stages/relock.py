@@ -19,6 +19,7 @@ clone has none); it refuses a dep that is neither a file here nor another stage'
 from __future__ import annotations
 
 import argparse
+import copy
 import hashlib
 import sys
 from pathlib import Path
@@ -86,7 +87,8 @@ def record(root: Path, names: list[str]) -> list[str]:
         if len(keys) != len(stage.get("params", [])):
             raise SystemExit(f"{name}: params from files other than params.yaml are not handled")
         if keys:
-            entry["params"] = {"params.yaml": {k: _get(params, k) for k in sorted(keys)}}
+            # a copy per stage: a section two stages share would otherwise be written once as a YAML anchor
+            entry["params"] = {"params.yaml": {k: copy.deepcopy(_get(params, k)) for k in sorted(keys)}}
         entry["outs"] = old.get("outs", [])
         if entry != old:
             changed.append(name)

@@ -85,7 +85,7 @@ def _limit_child(limits: Limits) -> None:
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
 
 
-def _group_rss(proc: psutil.Process) -> int:
+def group_rss(proc: psutil.Process) -> int:
     """Resident bytes of a process and all its descendants (0 once they are gone)."""
     total = 0
     try:
@@ -100,7 +100,25 @@ def _group_rss(proc: psutil.Process) -> int:
     return total
 
 
-def _kill_group(pid: int) -> None:
+def group_cpu_seconds(proc: psutil.Process) -> float:
+    """CPU seconds (user + system) of a process and its descendants, the ones that exited included
+    (a waited-for child's time is in its parent's ``children_*``); a member that is gone adds nothing."""
+    try:
+        members = [proc, *proc.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for member in members:
+        try:
+            t = member.cpu_times()
+        except psutil.Error:
+            continue
+        total += t.user + t.system + t.children_user + t.children_system
+    return total
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL every process of the group ``pid`` leads (nothing if it is gone)."""
     try:
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -129,18 +147,18 @@ def run_limited(cmd: Sequence[str], limits: Limits = Limits(), *, cwd: Path | st
             watched = psutil.Process(proc.pid)
             peak, reason = 0, None
             while proc.poll() is None:
-                rss = _group_rss(watched)
+                rss = group_rss(watched)
                 peak = max(peak, rss)
                 if rss > limits.memory_mb * MIB:
                     reason = "memory"
                 elif time.monotonic() - start > limits.wall_s:
                     reason = "timeout"
                 if reason:
-                    _kill_group(proc.pid)
+                    kill_group(proc.pid)
                     break
                 time.sleep(limits.poll_s)
             returncode = proc.wait()
-            _kill_group(proc.pid)  # whatever the program left running in its group
+            kill_group(proc.pid)  # whatever the program left running in its group
             wall = time.monotonic() - start
         capped = max(out_path.stat().st_size, err_path.stat().st_size) >= limits.output_mb * MIB
         stdout, stderr = _read(out_path), _read(err_path)

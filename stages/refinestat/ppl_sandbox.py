@@ -29,28 +29,11 @@ from typing import Any
 
 import psutil
 
-from stages.core.sandbox import MIB, Limits, _group_rss, _kill_group
+from stages.core.sandbox import MIB, Limits, group_cpu_seconds, group_rss, kill_group
 
 ROOT = Path(__file__).resolve().parents[2]
 LIMIT_NAMES = {"cpu": "CPU-time", "timeout": "wall-clock", "memory": "memory"}
 WARMUP_PROGRAM = ('m = pm.Normal("m", mu=0, sigma=1)', 'y_obs = pm.Normal("y_obs", mu=m, sigma=1, observed=y)')
-
-
-def group_cpu_seconds(proc: psutil.Process) -> float:
-    """CPU seconds (user + system) of a process and its descendants, the ones that exited included
-    (a waited-for child's time is in its parent's ``children_*``); a member that is gone adds nothing."""
-    try:
-        members = [proc, *proc.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0.0
-    for member in members:
-        try:
-            t = member.cpu_times()
-        except psutil.Error:
-            continue
-        total += t.user + t.system + t.children_user + t.children_system
-    return total
 
 
 class PplSandbox:
@@ -97,7 +80,7 @@ class PplSandbox:
 
     def _kill(self) -> None:
         if self.proc is not None:
-            _kill_group(self.proc.pid)
+            kill_group(self.proc.pid)
             self.proc.wait()
             self.proc = None
         if self._stderr is not None:
@@ -121,7 +104,7 @@ class PplSandbox:
             try:
                 line = self.lines.get(timeout=self.limits.poll_s)
             except queue.Empty:
-                rss = _group_rss(watched)
+                rss = group_rss(watched)
                 peak = max(peak, rss)
                 used = group_cpu_seconds(watched) - cpu_start
                 reason = ("memory" if rss > self.limits.memory_mb * MIB

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -10,7 +11,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from stages.core.sandbox import Limits, run_limited
+from stages.core.sandbox import Limits, group_cpu_seconds, run_limited
 
 PY = sys.executable
 
@@ -91,3 +92,18 @@ def test_the_jvm_runs_under_the_watchdog_and_is_stopped_when_it_grows(tmp_path: 
     done = run_limited(["java", "-Xmx4g", str(source)], Limits(wall_s=120, memory_mb=400), cwd=tmp_path)
     assert done.outcome == "memory", done.describe() + done.stderr[-500:]
     assert "started" in done.stdout
+
+
+def test_cpu_time_counts_the_whole_process_group():
+    """CPU seconds of a child that has exited (pytensor's compiler is one) stay charged to its parent's group."""
+    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0:\n    pass"
+    live = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                             f"subprocess.run([sys.executable, '-c', {burn!r}])\nprint('done', flush=True)\n"
+                             "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert live.stdout is not None and live.stdout.readline().strip() == "done"  # the child has exited
+        used = group_cpu_seconds(psutil.Process(live.pid))
+        assert 1.0 <= used < 5.0
+    finally:
+        live.kill()
+        live.wait()

@@ -87,6 +87,19 @@ def test_recording_twice_keeps_floats_without_a_dot_as_dvc_reads_them(tmp_path):
     assert "'1e-05'" not in first and "modified" not in _status(repo)
 
 
+def test_a_section_two_stages_read_is_written_out_in_each_entry_not_as_a_yaml_anchor(tmp_path):
+    repo = _repo(tmp_path / "r")
+    spec = yaml.safe_load((repo / "dvc.yaml").read_text())
+    spec["stages"]["a"]["params"] = ["a"]
+    spec["stages"]["b"]["params"] = ["a", "b"]
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    record(repo, ["a", "b"])
+    text = (repo / "dvc.lock").read_text()
+    assert "&id" not in text and "*id" not in text
+    assert _lock(repo)["b"]["params"] == {"params.yaml": {"a": {"n": 3}, "b": {"k": 1}}}
+    assert "modified" not in _status(repo)
+
+
 def test_unknown_stages_and_missing_deps_are_refused_before_the_lock_is_written(tmp_path):
     repo = _repo(tmp_path / "r")
     text = (repo / "dvc.lock").read_text()

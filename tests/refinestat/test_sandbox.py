@@ -2,13 +2,10 @@
 killed and recorded, and the next program runs in a fresh worker; the CPU-time limit decides, the wall clock
 only stops a worker that computes nothing."""
 
-import subprocess
-import sys
 
-import psutil
 
 from stages.core.sandbox import Limits
-from stages.refinestat.ppl_sandbox import ROOT, PplSandbox, group_cpu_seconds
+from stages.refinestat.ppl_sandbox import ROOT, PplSandbox
 
 DATA = {"y": [0.5, -0.1, 0.3, 0.9]}
 OK = ['m = pm.Normal("m", mu=0, sigma=1)', 'y_obs = pm.Normal("y_obs", mu=m, sigma=1, observed=y)']
@@ -46,18 +43,3 @@ def test_a_worker_that_sleeps_is_stopped_by_the_wall_clock_not_charged_cpu():
         sleeper = sandbox.run(request(["import time\ntime.sleep(30)"]))
         assert sleeper["outcome"] == "timeout" and sleeper["cpu_s"] < 2 and sandbox.restarts == 1
         assert sandbox.run(request(OK))["outcome"] == "ok"
-
-
-def test_cpu_time_counts_the_whole_process_group():
-    """CPU seconds of a child that has exited (pytensor's compiler is one) stay charged to its parent's group."""
-    burn = "import time\nt = time.process_time()\nwhile time.process_time() - t < 1.0:\n    pass"
-    live = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
-                             f"subprocess.run([sys.executable, '-c', {burn!r}])\nprint('done', flush=True)\n"
-                             "time.sleep(60)"], stdout=subprocess.PIPE, text=True)
-    try:
-        assert live.stdout is not None and live.stdout.readline().strip() == "done"  # the child has exited
-        used = group_cpu_seconds(psutil.Process(live.pid))
-        assert 1.0 <= used < 5.0
-    finally:
-        live.kill()
-        live.wait()
