@@ -99,4 +99,17 @@ SIZING: list[dict[str, str]] = [
               "other jobs (at most one other long job, load 4-8): data 10 s, tokenizer 670 s and feature net "
               "159 s (at the global 2 threads on the loaded machine, several times the pilot's 1-thread 91 s "
               "and 48 s), train 796 s, evaluate 709 s.")},
+    {"label": ("Pilot for the third rule (after its commit; global seed 101, its own image subsets, tokenizer and "
+               "feature net; 3 seeds per method, this profile's sizes: checkpoints 25 to 1000, 25 sampling steps; "
+               "each stage at 1 thread, beside one other test job at times)"),
+     "text": ("final FID purrception stochastic 120.8 ± 12.7, deterministic 129.5 ± 13.5, discrete FM "
+              "121.8 ± 20.9, continuous FM velocity 188.7 ± 49.2 (162.6 ± 6.5 at step 600; one seed rose at the "
+              "end), endpoint 164.3 ± 19.9; known-bad generator 169.8, VQ reconstructions 30.8; so the continuous "
+              "baselines end near the known-bad level here too (the seed-101 pilot of the second rule, at 10 "
+              "sampling steps: velocity 175.2, endpoint 182.6, known-bad 174.0); best baseline over the known-bad "
+              "0.71, 0.88, 0.58 (the gate fails); speedups (stochastic) vs velocity 0.50, 0.25, 1.00, vs endpoint "
+              "2.00, 1.00, 1.00, vs discrete FM 1.50, 0.75, 1.00 (baseline steps to the pair's level from 100 to "
+              "800); final FID ratio 0.88, 0.83, 1.36. Stage times: tokenizer 70 s, feature net 38 s, train 467 s "
+              "(12 runs), evaluate 657 s (132 scores at 25 sampling steps, about the second run's 709 s for 162 "
+              "scores at 10).")},
 ]
