@@ -138,7 +138,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 "knn_k": k, "t_eps": cfg.t_eps,
                 "grid_rows": ["real", "vq reconstruction", *[f"{m} ({smp})" for m, smp in pairs]],
                 "model": {k_: manifest[k_] for k_ in ("d_model", "n_layers", "n_heads", "seq_len", "codebook_size",
-                                                      "code_dim", "n_params")}},
+                                                      "code_dim", "n_params", "z_loss_weight")}},
                paths.evaluation, finite=True)
     last = curves[(curves.step == final) & (curves.temperature == 1.0)].groupby(["method", "sampler"]).fid.mean()
     return {"final_fid": {f"{m} ({smp})": v for (m, smp), v in last.items()}}

@@ -82,6 +82,22 @@ def time_grid(n_steps: int, eps: float) -> tuple[torch.Tensor, float]:
     return eps + h * torch.arange(n_steps, dtype=torch.float32), h
 
 
+def continuous_velocity(model: nn.Module, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """The velocity of a continuous-FM net: its output (``cfm_velocity``) or (x̂₁ − z_t)/(1 − t) (``cfm_endpoint``)."""
+    out = model(z, t)
+    return velocity_from_endpoint(out, z, t) if model.method == "cfm_endpoint" else out
+
+
+def euler_path(field: Any, z: torch.Tensor, n_steps: int, eps: float) -> list[torch.Tensor]:
+    """The states of n Euler steps of dz/dt = field(z, t) from z at t = ε on ``time_grid``: [z(ε), …, z(1)]."""
+    times, h = time_grid(n_steps, eps)
+    states = [z]
+    for t in times:
+        z = z + h * field(z, t.expand(z.shape[0]))
+        states.append(z)
+    return states
+
+
 def timestep_features(t: torch.Tensor) -> torch.Tensor:
     """Sinusoidal features of t ∈ [0, 1] (B,) → (B, TIME_FEATURES)."""
     half = TIME_FEATURES // 2
@@ -158,24 +174,23 @@ def sample_codes(model: FlowTransformer, codebook: torch.Tensor, n: int, n_steps
             x = torch.where((x == k) & unmask, proposal, x)
         return x
     z = torch.randn((n, seq_len, d), generator=generator)
+    if model.method in CONTINUOUS:
+        return nearest_code(euler_path(lambda z_, t_: continuous_velocity(model, z_, t_), z, n_steps, eps)[-1],
+                            codebook)
     for i, t in enumerate(times):
         tt = t.expand(n)
         out = model(z, tt)
-        if model.method == "purrception" and stochastic:
+        if stochastic:
             k_draw = sample_posterior_code(out, temperature, generator)
             if i == n_steps - 1:
                 return k_draw
             v = velocity_from_endpoint(codebook[k_draw], z, tt)
-        elif model.method == "purrception":
+        else:
             if i == n_steps - 1:
                 return out.argmax(-1)
             v = velocity_from_endpoint(posterior_mean(out, codebook, temperature), z, tt)
-        elif model.method == "cfm_endpoint":
-            v = velocity_from_endpoint(out, z, tt)
-        else:
-            v = out
         z = z + h * v
-    return nearest_code(z, codebook)
+    raise AssertionError("unreachable: Purrception returns at its last step")
 
 
 def flow_codebook(tokenizer: Path) -> tuple[torch.Tensor, float]:

@@ -16,6 +16,7 @@ from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figur
 from stages.core.stage import StageContext, Step, inp
 from stages.purrception.config import PAPER, ReportInputs, load_report
 from stages.purrception.expectations import fid_curve_suite, train_log_suite
+from stages.purrception.history import CURRENT_RULE, CURRENT_RULE_COMMIT, RULES, SIZING
 
 TIMED_STEPS = ("data", "tokenizer", "classifier", "train", "evaluate")
 BASELINES = ("cfm_velocity", "cfm_endpoint", "discrete_fm")
@@ -31,34 +32,7 @@ CARD = PaperCard(
                   "trained in the same code and reaches an FID competitive with state-of-the-art models "
                   "(abstract; the abstract states no numbers, so none are restated here)."),
 )
-# The first rule and its default run (commit 8a0b745 / 3ebf25d; reports/purrception at 3ebf25d): 64 codes of
-# dimension 8 on a 5×5 grid (20×20 images), 2 seeds, 1600 steps with checkpoints at 100/200/400/800/1200/1600,
-# Purrception sampled by its deterministic rule only; 233 s alone on 2 cores. Values quoted from that report.
-FIRST_RULE = {
-    "rule": ("speed target per seed = 1.25 × the best final FID of any baseline; each check on every one of at "
-             "least 2 seeds: steps_saved_vs_continuous >= 1, steps_saved_vs_discrete >= 1, final_fid_ratio <= 1.1"),
-    "verdict": "not_reproduced",
-    "checks": [("faster than the best continuous FM", "fails", "0, 0"),
-               ("faster than discrete FM", "fails", "-801, -401"),
-               ("competitive final FID", "fails", "1.8222, 1.8172")],
-    "final_fid": {"purrception (deterministic)": "48.9 ± 1.2", "cfm_velocity": "57.8 ± 11.4",
-                  "cfm_endpoint": "54.4 ± 14.1", "discrete_fm": "26.9 ± 0.7"},
-    "recall": {"purrception (deterministic)": 0.518, "discrete_fm": 0.839},
-}
-# The pilot before the default run (issue 22): the pipeline at global seed 101 (its own image subsets, tokenizer,
-# feature net and reference set), one seed per method, this profile's sizes; run beside other jobs (load 4-5).
-PILOT: dict[str, Any] = {
-    "tokenizer_s": 91, "classifier_s": 48,
-    "setup": ("global seed 101, so its own image subsets, tokenizer and feature net; one seed per method; 1000 steps "
-              "at batch 32, checkpoints every 100, 300 samples, 10 sampling steps; beside other jobs at load 4-5"),
-    "summary": ("tokenizer 512 of 512 codes used (perplexity 424, test PSNR 19.9 dB), feature net test accuracy "
-                "0.871; final FID purrception stochastic 118.7, deterministic 134.0, discrete FM 117.2, continuous "
-                "FM velocity 175.2, endpoint 182.6; known-bad generator 174.0, VQ reconstructions 28.0; every "
-                "training loss still falling at step 1000; best baseline over the known-bad 0.67 (the gate asks "
-                "<= 0.5); speedups (stochastic) 0.25 vs velocity, 1.00 vs endpoint, 0.78 vs discrete FM, final "
-                "FID ratio 1.01. Stage times: tokenizer 91 s, feature net 48 s, train 343 s (4 runs), evaluate "
-                "about 200 s (50 scores), so 12 runs and about 160 scores fill the budget; more steps would not."),
-}
+LOSS_WINDOW, LOSS_SPAN = 100, 500  # the Scale table: mean loss over the last window, its change over the span
 
 
 @dataclass(frozen=True)
@@ -89,9 +63,32 @@ def arm_curve(curves: pd.DataFrame, method: str, seed: int, sampler: str | None 
     return part.sort_values("step").fid.tolist()
 
 
+# How each speed-target kind reads in the verdict rule and the report's prose
+TARGET_WORDS = {
+    "baseline_best": "that baseline's best FID over its checkpoints (a level the baseline reaches)",
+    "pair_worse_best": ("the worse of the two best FIDs over the checkpoints, the baseline's and Purrception's "
+                        "(a level both runs of the pair reach)"),
+}
+
+
+def speed_target(baseline_fids: list[float], method_fids: list[float], factor: float, kind: str) -> float:
+    """The FID level a speed comparison counts steps to (``kind`` of ``purrception.report.speed_target``).
+
+    ``baseline_best``: factor × the baseline's best FID (a level the baseline reaches; the method may never, and
+    a baseline that flattens early reaches it at its first checkpoints, capping the speedup).
+    ``pair_worse_best``: factor × the worse of the two best FIDs, a level both runs of the pair reach, so both
+    step counts are measured and the speedup can fall on either side of 1.
+    """
+    if kind == "baseline_best":
+        return factor * min(baseline_fids)
+    if kind == "pair_worse_best":
+        return factor * max(min(baseline_fids), min(method_fids))
+    raise ValueError(f"unknown speed target {kind!r}")
+
+
 def verdict_metrics(curves: pd.DataFrame, methods: list[str], n_seeds: int, factor: float, sampler: str,
-                    known_bad_fid: list[float]) -> dict[str, Any]:
-    """Per-seed verdict metrics for one Purrception sampler, with each baseline's own target and the steps to it."""
+                    known_bad_fid: list[float], target_kind: str = "baseline_best") -> dict[str, Any]:
+    """Per-seed verdict metrics for one Purrception sampler, with each comparison's target and the steps to it."""
     steps = sorted(curves[curves.temperature == 1.0].step.unique().tolist())
     never = steps[-1] + (steps[-1] - steps[-2] if len(steps) > 1 else steps[-1])
     baselines = [b for b in BASELINES if b in methods]
@@ -103,7 +100,7 @@ def verdict_metrics(curves: pd.DataFrame, methods: list[str], n_seeds: int, fact
         purr = arm_curve(curves, "purrception", s, sampler)
         for b in baselines:
             fid_b = arm_curve(curves, b, s)
-            target = factor * min(fid_b)
+            target = speed_target(fid_b, purr, factor, target_kind)
             targets[b].append(target)
             reach[b]["baseline"].append(steps_to_target(steps, fid_b, target, never))
             reach[b]["purrception"].append(steps_to_target(steps, purr, target, never))
@@ -114,16 +111,17 @@ def verdict_metrics(curves: pd.DataFrame, methods: list[str], n_seeds: int, fact
     return {"per_seed": per_seed, "targets": targets, "reach": reach, "never": never}
 
 
-def speed_rows(vm: dict[str, dict[str, Any]], verdict_sampler: str) -> list[dict[str, str]]:
-    """Per baseline and seed: its target, steps to it, Purrception's steps with each sampler, the speedups."""
-    first = vm[verdict_sampler]
+def speed_rows(vm: dict[str, dict[str, Any]]) -> list[dict[str, str]]:
+    """Per baseline and seed, for each Purrception sampler: the target, both runs' steps to it, the speedup."""
+    first = next(iter(vm.values()))
     rows = []
     for b, targets in first["targets"].items():
-        for s, target in enumerate(targets):
-            row = {"baseline": b, "seed": str(s), "target FID": f"{target:.2f}",
-                   "baseline steps": fmt_steps(first["reach"][b]["baseline"][s], first["never"])}
+        for s in range(len(targets)):
+            row = {"baseline": b, "seed": str(s)}
             for smp, v in vm.items():
-                row[f"purrception {smp} steps"] = fmt_steps(v["reach"][b]["purrception"][s], v["never"])
+                row[f"target ({smp})"] = f"{v['targets'][b][s]:.2f}"
+                row[f"baseline steps ({smp})"] = fmt_steps(v["reach"][b]["baseline"][s], v["never"])
+                row[f"purrception steps ({smp})"] = fmt_steps(v["reach"][b]["purrception"][s], v["never"])
                 row[f"speedup ({smp})"] = f"{v['per_seed'][f'speedup_vs_{b}'][s]:.2f}"
             rows.append(row)
     return rows
@@ -236,7 +234,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     methods, n_seeds, final = ev["methods"], ev["n_seeds"], ev["checkpoints"][-1]
     rc = cfg.report
     known_bad_fid = [kb["fid"] for kb in ev["known_bad"]]
-    vm = {smp: verdict_metrics(curves, methods, n_seeds, rc.target_fid_factor, smp, known_bad_fid)
+    vm = {smp: verdict_metrics(curves, methods, n_seeds, rc.target_fid_factor, smp, known_bad_fid, rc.speed_target)
           for smp in (rc.verdict_sampler, *[x for x in SAMPLERS if x != rc.verdict_sampler])}
     per_seed = vm[rc.verdict_sampler]["per_seed"]
     tau1 = curves[curves.temperature == 1.0]
@@ -250,8 +248,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     claim = gated_verdict(claim, rc.gates)
     claim = claim.model_copy(update={"verdict_rule": (
         f"Purrception's {rc.verdict_sampler} sampler; speed target per seed and baseline = "
-        f"{rc.target_fid_factor:g} × that baseline's best FID over its checkpoints, speedup = baseline's steps to "
-        f"it / Purrception's; {claim.verdict_rule}")})
+        f"{rc.target_fid_factor:g} × {TARGET_WORDS[rc.speed_target]}, speedup = baseline's steps to it / "
+        f"Purrception's, steps counted at checkpoints {', '.join(map(str, ev['checkpoints']))}; {claim.verdict_rule}")})
     thresholds = {c.name: c.threshold for c in cfg.verdict.checks}
 
     paths.plots.mkdir(parents=True, exist_ok=True)
@@ -296,12 +294,13 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  model=ev["model"], methods=methods, n_seeds=n_seeds, final=final, rc=rc,
                  n_train_steps=int(log.groupby(["method", "seed_index"]).step.max().max()),
                  never=vm[rc.verdict_sampler]["never"], ranking=ranking.to_dict(), floor_rows=floor_rows,
-                 final_rows=final_rows, curve_rows=curve_rows, speed_rows=speed_rows(vm, rc.verdict_sampler),
+                 final_rows=final_rows, curve_rows=curve_rows, speed_rows=speed_rows(vm),
                  temp_rows=temp_rows, sampler_rows=sampler_rows,
                  other_sampler=next(iter(set(vm) - {rc.verdict_sampler})),
-                 power_rows=seeds_to_decide(claim, thresholds), first_rule=FIRST_RULE, pilot=PILOT,
-                 every=ev["checkpoints"][1] - ev["checkpoints"][0] if len(ev["checkpoints"]) > 1 else final,
-                 loss_rows=loss_rows(log),
+                 power_rows=seeds_to_decide(claim, thresholds), rules=RULES, sizing=SIZING,
+                 current_rule=CURRENT_RULE.format(commit=CURRENT_RULE_COMMIT),
+                 target_words=TARGET_WORDS[rc.speed_target], min_seeds=cfg.verdict.min_seeds,
+                 loss_rows=loss_rows(log, LOSS_WINDOW, LOSS_SPAN), loss_window=LOSS_WINDOW, loss_span=LOSS_SPAN,
                  gate_values=[f"{v:.3f}" for v in per_seed[gate_check.metric]], gate_threshold=gate_check.threshold,
                  gate_holds=gate_outcome.status == "holds")
     return {"verdict": claim.verdict}

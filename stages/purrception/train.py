@@ -86,7 +86,8 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                 logs.append(pd.DataFrame({"method": method, "seed_index": s,
                                           "step": range(1, len(module.losses) + 1), "loss": module.losses}))
         write_json({**shape, "methods": list(cfg.methods), "n_seeds": cfg.n_seeds, "checkpoints": cfg.checkpoints,
-                    "codebook_scale": scale, "n_params": n_params}, folder / "manifest.json")
+                    "z_loss_weight": cfg.z_loss_weight, "codebook_scale": scale, "n_params": n_params},
+                   folder / "manifest.json")
     log = pd.concat(logs, ignore_index=True)
     validate_table(log, f"{PAPER}.train_log", train_log_suite(list(cfg.methods), len(log)))
     write_parquet(log, paths.train_log)

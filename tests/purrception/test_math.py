@@ -9,6 +9,8 @@ from stages.core.image_metrics import frechet_distance, precision_recall
 from stages.purrception.evaluate import marginal_codes
 from stages.purrception.flow_matching import (
     FlowTransformer,
+    continuous_velocity,
+    euler_path,
     interpolate,
     mask_codes,
     posterior_mean,
@@ -176,3 +178,125 @@ def test_loss_rows_give_the_last_window_and_its_change():
     (row,) = loss_rows(log, window=2, span=5)
     assert row["loss, last 2 steps"] == "3.500"  # steps 9 and 10
     assert row["change over the last 5 steps"] == "-5.000"  # steps 4 and 5 averaged 8.5
+
+
+class _Oracle(torch.nn.Module):
+    """A stand-in continuous-FM net whose field points every position at one code's embedding ``target``.
+
+    ``cfm_endpoint`` outputs the endpoint x̂₁ = target; ``cfm_velocity`` outputs the consistent velocity
+    (target − z_t)/(1 − t) of the straight path to it.
+    """
+
+    def __init__(self, method: str, target: torch.Tensor, seq_len: int) -> None:
+        super().__init__()
+        self.method, self.target = method, target
+        self.pos = torch.nn.Parameter(torch.zeros(seq_len, target.shape[-1]))
+
+    def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        endpoint = self.target.expand_as(z)
+        if self.method == "cfm_endpoint":
+            return endpoint
+        return (endpoint - z) / (1 - t.view(-1, 1, 1))
+
+
+def test_one_euler_step_of_the_endpoint_field_by_hand():
+    # ε = 0.2, 2 steps: h = 0.4, t = 0.2 then 0.6; target e = (3, 0.5) from z = (1, −2)
+    e, z = torch.tensor([3.0, 0.5]), torch.tensor([[[1.0, -2.0]]])
+    states = euler_path(lambda z_, t_: continuous_velocity(_Oracle("cfm_endpoint", e, 1), z_, t_), z, 2, 0.2)
+    # step 1: v = (e − z)/(1 − 0.2) = (2, 2.5)/0.8 = (2.5, 3.125); z + 0.4·v = (2, −0.75)
+    torch.testing.assert_close(states[1], torch.tensor([[[2.0, -0.75]]]))
+    # step 2: v = (e − z)/(1 − 0.6) = (1, 1.25)/0.4; z + 0.4·v = e exactly
+    torch.testing.assert_close(states[2], e.view(1, 1, 2))
+
+
+def test_a_constant_velocity_field_moves_by_one_minus_eps_times_it():
+    z = torch.zeros(2, 3, 2)
+    states = euler_path(lambda z_, t_: torch.tensor([1.0, -2.0]).expand_as(z_), z, 4, 0.2)
+    assert len(states) == 5
+    torch.testing.assert_close(states[1], torch.tensor([0.2, -0.4]).expand(2, 3, 2))  # h = 0.8/4
+    torch.testing.assert_close(states[-1], torch.tensor([0.8, -1.6]).expand(2, 3, 2))
+
+
+@pytest.mark.parametrize("n_steps", [1, 3, 10, 25])
+def test_cfm_samplers_with_an_oracle_field_land_on_the_target_code_and_agree(n_steps):
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-1.0, -1.0], [0.5, 0.5]])
+    z0 = torch.randn((6, 5, 2), generator=torch.Generator().manual_seed(0))
+    paths = {m: euler_path(lambda z_, t_, m=m: continuous_velocity(_Oracle(m, codebook[1], 5), z_, t_), z0,
+                           n_steps, 0.001) for m in ("cfm_endpoint", "cfm_velocity")}
+    for a, b in zip(paths["cfm_endpoint"], paths["cfm_velocity"], strict=True):  # the same trajectory
+        torch.testing.assert_close(a, b)
+    # the last step has h/(1 − t) = 1: the state is the oracle's endpoint, exactly on the code
+    torch.testing.assert_close(paths["cfm_endpoint"][-1], codebook[1].expand(6, 5, 2))
+    for m in ("cfm_endpoint", "cfm_velocity"):
+        codes = sample_codes(_Oracle(m, codebook[1], 5), codebook, 6, n_steps, 0.001,
+                             generator=torch.Generator().manual_seed(0))
+        assert (codes == 1).all()
+
+
+def test_the_cfm_sampler_snaps_its_final_state_to_the_nearest_code():
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 2.0], [-1.0, -1.0]])
+    near_code_2 = torch.tensor([-0.8, -1.1])  # closer to e_2 than to any other code
+    codes = sample_codes(_Oracle("cfm_endpoint", near_code_2, 3), codebook, 4, 5, 0.001,
+                         generator=torch.Generator().manual_seed(0))
+    assert (codes == 2).all()
+
+
+def test_cfm_sampler_uses_the_seeded_noise_and_is_deterministic_given_it():
+    net = FlowTransformer("cfm_velocity", 7, 3, 5, 8, 1, 2).eval()
+    codebook = torch.randn(7, 3)
+    a = sample_codes(net, codebook, 6, 4, 0.001, generator=torch.Generator().manual_seed(3))
+    b = sample_codes(net, codebook, 6, 4, 0.001, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(a, b)
+    z0 = torch.randn((6, 5, 3), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        z1 = euler_path(lambda z_, t_: continuous_velocity(net, z_, t_), z0, 4, 0.001)[-1]
+    assert torch.equal(a, nearest_code(z1, codebook))
+
+
+def test_deterministic_purrception_follows_the_posterior_mean_ode_by_hand():
+    # uniform posterior over two codes at every step: μ = (e_0 + e_1)/2 = (0.5, 0.5); every step moves towards μ;
+    # the decoded code is the argmax of the last logits (tie → the first index), independent of z
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+
+    class Uniform(torch.nn.Module):
+        method = "purrception"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.pos = torch.nn.Parameter(torch.zeros(1, 2))
+            self.seen: list[torch.Tensor] = []
+
+        def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            self.seen.append(z.clone())
+            return torch.zeros(*z.shape[:2], 2)
+
+    net = Uniform()
+    codes = sample_codes(net, codebook, 1, 2, 0.2, generator=torch.Generator().manual_seed(0))
+    assert codes.tolist() == [[0]]
+    z0 = torch.randn((1, 1, 2), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(net.seen[0], z0)
+    # h = 0.4, t = 0.2: z ← z + 0.4·(μ − z)/0.8 = (z + μ)/2
+    torch.testing.assert_close(net.seen[1], (z0 + torch.tensor([0.5, 0.5])) / 2)
+
+
+def test_stochastic_purrception_moves_towards_the_drawn_code_by_hand():
+    # a posterior certain of code 1 at the first step: z ← z + 0.4·(e_1 − z)/0.8 = (z + e_1)/2
+    codebook = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
+
+    class Certain(torch.nn.Module):
+        method = "purrception"
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.pos = torch.nn.Parameter(torch.zeros(1, 2))
+            self.seen: list[torch.Tensor] = []
+
+        def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+            self.seen.append(z.clone())
+            return torch.tensor([-1e4, 0.0]).expand(*z.shape[:2], 2)
+
+    net = Certain()
+    assert sample_codes(net, codebook, 1, 2, 0.2, generator=torch.Generator().manual_seed(0), stochastic=True
+                        ).tolist() == [[1]]
+    z0 = torch.randn((1, 1, 2), generator=torch.Generator().manual_seed(0))
+    torch.testing.assert_close(net.seen[1], (z0 + codebook[1]) / 2)

@@ -100,9 +100,13 @@ def test_corrupt_codes_fail_validation_naming_the_column(smoke_repo, tmp_path):
 
 
 def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
-    params = write_params(tmp_path, **{"purrception.train.checkpoint_every": 3})
-    with pytest.raises(ConfigError, match=r"purrception\.train.*checkpoint_every"):
-        config.load_train(params)
+    for bad in ([100, 300], [200, 100, 1000], [0, 500, 1000]):  # not ending at max_steps, not increasing, step 0
+        params = write_params(tmp_path, profile="default", **{"purrception.train.checkpoints": bad})
+        with pytest.raises(ConfigError, match=r"purrception\.train.*checkpoints"):
+            config.load_train(params)
+    params = write_params(tmp_path, **{"purrception.report.speed_target": "final"})
+    with pytest.raises(ConfigError, match=r"purrception\.report.*speed_target"):
+        config.load_report(params)
     params = write_params(tmp_path, **{"purrception.report.gates": ["no such check"]})
     with pytest.raises(ConfigError, match=r"purrception\.report\.gates"):
         config.load_report(params)

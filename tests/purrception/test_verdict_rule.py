@@ -6,7 +6,7 @@ import pytest
 from stages.core.gates import gated_verdict
 from stages.core.report import PaperCard, decide_claim
 from stages.purrception.config import load_report
-from stages.purrception.report import verdict_metrics
+from stages.purrception.report import speed_target, verdict_metrics
 from tests.conftest import ROOT
 
 STEPS = [100, 200, 300, 400]
@@ -40,7 +40,7 @@ NOTHING_LEARNS = {m: [95, 96, 94, 95] for m in METHODS}
 def _verdict(seeds: list[dict[str, list[float]]], known_bad: float = 100.0) -> str:
     rule = load_report(ROOT / "params.yaml")
     vm = verdict_metrics(_curves(seeds), METHODS, len(seeds), rule.report.target_fid_factor,
-                         rule.report.verdict_sampler, [known_bad] * len(seeds))
+                         rule.report.verdict_sampler, [known_bad] * len(seeds), rule.report.speed_target)
     claim = decide_claim(CARD, rule.verdict, vm["per_seed"], seeds=list(range(len(seeds))), profile="default",
                          timings={})
     return gated_verdict(claim, rule.report.gates).verdict
@@ -94,3 +94,42 @@ def test_the_verdict_reads_the_sampler_it_names():
     det = verdict_metrics(curves, METHODS, 1, 1.25, "deterministic", [50.0])
     assert sto["per_seed"]["speedup_vs_discrete_fm"] == [pytest.approx(4 / 3)]
     assert det["per_seed"]["speedup_vs_discrete_fm"] == [pytest.approx(400 / 500)]
+
+
+def test_speed_targets_by_hand():
+    flat, improving = [160.0, 158.0, 159.0], [300.0, 150.0, 90.0]
+    assert speed_target(flat, improving, 1.25, "baseline_best") == pytest.approx(197.5)
+    assert speed_target(flat, improving, 1.25, "pair_worse_best") == pytest.approx(197.5)  # the baseline's is worse
+    assert speed_target([300.0, 100.0, 60.0], improving, 1.25, "baseline_best") == pytest.approx(75.0)
+    assert speed_target([300.0, 100.0, 60.0], improving, 1.25, "pair_worse_best") == pytest.approx(112.5)
+    with pytest.raises(ValueError, match="unknown speed target"):
+        speed_target(flat, improving, 1.25, "final")
+
+
+def test_the_pair_target_is_reached_by_both_runs_so_no_never_enters_the_speedup():
+    # discrete FM ends far ahead: its own best × 1.25 = 6.875 is never reached by Purrception (best 30)
+    slow = {**FAST_AND_GOOD, "purrception": [60, 50, 40, 30]}
+    own = verdict_metrics(_curves([slow]), METHODS, 1, 1.25, "stochastic", [100.0], "baseline_best")
+    pair = verdict_metrics(_curves([slow]), METHODS, 1, 1.25, "stochastic", [100.0], "pair_worse_best")
+    assert own["reach"]["discrete_fm"]["purrception"] == [own["never"]]
+    # pair: 1.25 × max(5.5, 30) = 37.5; discrete FM at 100 (30), Purrception at 400 (30)
+    assert pair["targets"]["discrete_fm"] == [pytest.approx(37.5)]
+    assert pair["reach"]["discrete_fm"] == {"baseline": [100], "purrception": [400]}
+    assert pair["per_seed"]["speedup_vs_discrete_fm"] == [pytest.approx(0.25)]
+
+
+@pytest.mark.parametrize("kind", ["baseline_best", "pair_worse_best"])
+def test_a_flat_purrception_cannot_pass_and_a_better_one_can_pass_against_a_flat_baseline(kind):
+    # a baseline flat from the first checkpoint: only a checkpoint earlier than its plateau can show a speedup
+    flat = [160.0, 158.0, 159.0, 160.0]
+    broken = {m: flat for m in METHODS}
+    vm = verdict_metrics(_curves([broken]), METHODS, 1, 1.25, "stochastic", [100.0], kind)
+    assert all(v == [pytest.approx(1.0)] for k, v in vm["per_seed"].items() if k.startswith("speedup"))
+    # a baseline that plateaus after the first checkpoint, a Purrception already there at it: speedup 2
+    early = {**broken, "cfm_velocity": [400.0, 158.0, 159.0, 160.0], "purrception": [190.0, 120.0, 90.0, 80.0]}
+    vm = verdict_metrics(_curves([early]), METHODS, 1, 1.25, "stochastic", [100.0], kind)
+    assert vm["per_seed"]["speedup_vs_cfm_velocity"] == [pytest.approx(2.0)]
+    # and a slower Purrception fails against the same baseline
+    late = {**early, "purrception": [400.0, 390.0, 150.0, 80.0]}
+    vm = verdict_metrics(_curves([late]), METHODS, 1, 1.25, "stochastic", [100.0], kind)
+    assert vm["per_seed"]["speedup_vs_cfm_velocity"] == [pytest.approx(200 / 300)]
