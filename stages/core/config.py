@@ -20,6 +20,7 @@ float fields and booleans in number fields, and takes only true integers for int
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -147,6 +148,15 @@ def section_names(data: dict[str, Any], params_path: Path | str = DEFAULT_PARAMS
     return [*SHARED_SECTIONS, *papers]
 
 
+def file_of_error(message: str, params_path: Path | str = DEFAULT_PARAMS) -> Path:
+    """The params file a ``ConfigError`` message blames: ``params/<name>.yaml`` for a message that starts
+    with a dotted key of section ``name`` (``espo.train.lr: ...``), else ``params_path``."""
+    head = re.match(r"([A-Za-z0-9_-]+)\.[A-Za-z0-9_]", message)
+    if head and head.group(1) != "params" and section_file(head.group(1), params_path).is_file():
+        return section_file(head.group(1), params_path)
+    return Path(params_path)
+
+
 def read_params(params_path: Path | str = DEFAULT_PARAMS) -> dict[str, Any]:
     """The params as one mapping (a fresh copy): ``params.yaml``'s global switches, and each of
     ``assets`` and the listed papers from ``params/<name>.yaml`` beside it (a file read again is
@@ -252,7 +262,7 @@ def load_section(model: type[S], dotted: str, params_path: Path | str = DEFAULT_
         if dotted not in seen:
             seen.append(dotted)
     data = read_params(params_path)
-    profile = profile or load_global(params_path).profile
+    profile = profile or _validate(GlobalParams, _global_values(data), "params").profile
     raw = _lookup(data, dotted, params_path)
     chosen = None
     for name in PROFILES:
