@@ -17,23 +17,30 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.asset_fixtures", "tests.smoke"]
 
 
+def _replace(path: Path, value: Any) -> None:
+    """Write ``value`` as YAML to a new file moved over ``path`` (a hard link to ``path`` keeps the old text)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(value, sort_keys=False, allow_unicode=True))
+    tmp.replace(path)
+
+
 def write_layout(path: Path, data: dict[str, Any]) -> Path:
     """Write the merged params mapping ``data`` (as ``read_params`` returns it) in the split layout:
     the global switches to ``path``, ``assets`` and each listed paper to ``params/<name>.yaml`` beside
-    it (``{}`` for a section ``data`` lacks); other ``params/*.yaml`` files there are removed."""
+    it (``{}`` for a section ``data`` lacks); other ``params/*.yaml`` files there are removed. Each file
+    is replaced, not rewritten in place, so a hard-linked workspace copy never edits the original."""
     papers = data.get("papers")
     names = [*SHARED_SECTIONS, *(p for p in papers if isinstance(p, str))] if isinstance(papers, list) \
         else list(SHARED_SECTIONS)  # a test of a bad ``papers:`` still gets its file written
     globals_ = {k: v for k, v in data.items() if k not in names}
-    path.write_text(yaml.safe_dump(globals_, sort_keys=False, allow_unicode=True))
+    _replace(path, globals_)
     folder = path.parent / PARAMS_DIR
     folder.mkdir(exist_ok=True)
     for stale in folder.glob("*.yaml"):
         if stale.stem not in names:
             stale.unlink()
     for name in names:
-        section_file(name, path).write_text(yaml.safe_dump(data.get(name) or {}, sort_keys=False,
-                                                           allow_unicode=True))
+        _replace(section_file(name, path), data.get(name) or {})
     return path
 
 

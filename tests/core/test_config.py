@@ -222,3 +222,13 @@ def test_a_missing_section_is_blamed_on_the_papers_file(tmp_path):
     with pytest.raises(ConfigError, match=re.escape("missing section 'matrix_denoising.trian' (no key 'trian' in "
                                                     f"{tmp_path / 'params' / 'matrix_denoising.yaml'})")):
         load_section(TrainConfig, "matrix_denoising.trian", path)
+
+
+def test_an_error_is_blamed_on_the_file_of_its_key(tmp_path):
+    from stages.core.config import file_of_error
+
+    path = write_params(tmp_path)
+    assert file_of_error("espo.train.lr: Input should be greater than 0", path) == tmp_path / "params" / "espo.yaml"
+    assert file_of_error("params.threads: Input should be a valid integer", path) == path
+    assert file_of_error(f"params file not found: {path}", path) == path
+    assert file_of_error("nopaper.train: unknown key", path) == path
