@@ -14,6 +14,10 @@ Every stage entry is derived, never written by hand:
 An input folder that holds other stages' outputs depends on those outputs; an input that is one
 file of another stage's output folder (a model's ``manifest.json``) depends on that file only. The ``claims``
 stage depends on every paper's ``claim.json``, in the order of ``papers:`` in params.yaml.
+
+A stage's params deps are the global switches of ``params.yaml`` (``seed``, ``profile``, ``threads``)
+and, under each section file's name (``params/<paper>.yaml``), the keys it read there relative to
+that file (``train`` for ``espo.train``), so DVC reads one small file per stage.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from stages.core.config import DEFAULT_PARAMS, load_global, record_sections
+from stages.core.config import DEFAULT_PARAMS, PARAMS_DIR, load_global, record_sections
 from stages.core.report import REPORT_FIELDS, TEMPLATE_DIR, ReportPaths
 from stages.core.stage import Step
 
@@ -54,7 +58,7 @@ class StageSpec:
     module: str
     args: list[tuple[str, str]]
     deps: list[str]
-    params: list[str]
+    params: list[str | tuple[str, list[str]]]  # a key of params.yaml, or (section file, its keys)
     outs: list[tuple[str, bool]]  # (path, cached)
     metrics: list[str]
 
@@ -187,10 +191,24 @@ def find_step(stage: str, params: Path = ROOT / DEFAULT_PARAMS) -> Step:
     raise DagError(f"no step makes stage '{stage}'")
 
 
-def _params_read(entry: Step, params: Path) -> list[str]:
+def params_deps(sections: Iterable[str]) -> list[str | tuple[str, list[str]]]:
+    """The global switches, then each section's file with the keys read there, in the order read:
+    ``espo.train`` is ``train`` of ``params/espo.yaml``."""
+    by_file: dict[str, list[str]] = {}
+    for dotted in sections:
+        head, _, rest = dotted.partition(".")
+        if not rest:
+            raise DagError(f"section '{dotted}' is a whole params file; a step reads sections inside it")
+        keys = by_file.setdefault(f"{PARAMS_DIR}/{head}.yaml", [])
+        if rest not in keys:
+            keys.append(rest)
+    return [*GLOBAL_PARAMS, *by_file.items()]
+
+
+def _params_read(entry: Step, params: Path) -> list[str | tuple[str, list[str]]]:
     with record_sections() as seen:
         entry.load_config(params)
-    return [*GLOBAL_PARAMS, *seen]
+    return params_deps(seen)
 
 
 def _stage(entry: Step, params: Path) -> StageSpec:
@@ -264,9 +282,14 @@ def build(params: Path = ROOT / DEFAULT_PARAMS) -> list[StageSpec]:
 
 # ---------------------------------------------------------------- writing dvc.yaml
 
-def _entries(key: str, items: Iterable[str]) -> list[str]:
-    items = list(items)
-    return [f"    {key}:", *(f"      - {i}" for i in items)] if items else []
+def _entries(key: str, items: Iterable[str | tuple[str, list[str]]]) -> list[str]:
+    lines = []
+    for item in items:
+        if isinstance(item, tuple):
+            lines += [f"      - {item[0]}:", *(f"          - {k}" for k in item[1])]
+        else:
+            lines.append(f"      - {item}")
+    return [f"    {key}:", *lines] if lines else []
 
 
 def render(specs: Sequence[StageSpec], papers: Sequence[str]) -> str:

@@ -8,8 +8,9 @@ The change is recorded in two steps, the first being the proof:
    the new code's, e.g. from ``tests.smoke.copy_repo`` + ``python -m stages.repro``); every output
    hash of every stage must match (timings, prose and plots are listed apart). Exit 1 otherwise.
 2. ``python -m stages.relock record STAGE ... | --all``: rewrite those stages' dvc.lock entries
-   from the current dvc.yaml, sources and params.yaml (cmd, code deps hashed here, params values,
-   upstream data deps taken from the producing stage's locked outputs); each stage's own locked
+   from the current dvc.yaml, sources and params files (cmd, code deps hashed here, params values
+   from params.yaml and each ``params/<paper>.yaml`` the stage lists, upstream data deps taken from
+   the producing stage's locked outputs); each stage's own locked
    outputs are kept, so the committed results stay the ones the default run produced.
 
 Say in the commit message what the comparison showed. ``record`` needs no outputs on disk (a fresh
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import copy
 import hashlib
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from typing import Any
 import yaml
 from dvc.utils.serialize import dumps_yaml, load_yaml
 
+DEFAULT_PARAMS = "params.yaml"
 # outputs that differ between identical runs by design (wall times) or that are prose about them
 SOFT = ("/timings/", "report.md", "/plots", "index.", "/manifests/", "manifest.md", "claim.json")
 
@@ -36,20 +39,59 @@ def _out_path(entry: Any) -> str:
     return entry if isinstance(entry, str) else next(iter(entry))
 
 
-def _get(params: dict, dotted: str) -> Any:
+def _get(params: dict, dotted: str, file: str = DEFAULT_PARAMS) -> Any:
     """The value of a dotted params key (``espo.rl`` → params['espo']['rl'])."""
     value: Any = params
     for part in dotted.split("."):
         if not isinstance(value, dict) or part not in value:
-            raise SystemExit(f"params.yaml has no key '{dotted}'")
+            raise SystemExit(f"{file} has no key '{dotted}'")
         value = value[part]
     return value
+
+
+def params_values(root: Path, name: str, listed: list[Any], files: dict[str, Any]) -> dict[str, Any]:
+    """A stage's locked params as DVC writes them: ``params.yaml`` first, then the other files by
+    path, each file's keys sorted. ``listed`` is the stage's ``params:`` in dvc.yaml (a key of
+    params.yaml, or ``{file: [keys]}``); ``files`` caches each file's parse."""
+    wanted: dict[str, list[str] | None] = {}
+    for item in listed:
+        pairs = [(DEFAULT_PARAMS, [item])] if isinstance(item, str) else \
+            list(item.items()) if isinstance(item, dict) else None
+        if pairs is None:
+            raise SystemExit(f"{name}: params entry {item!r} is neither a key nor {{file: [keys]}}")
+        for file, keys in pairs:
+            if keys is None or keys == []:
+                wanted[file] = None  # the whole file
+            elif wanted.get(file, []) is not None:
+                wanted[file] = [*(wanted.get(file) or []), *keys]
+    out: dict[str, Any] = {}
+    for file in sorted(wanted, key=lambda f: (f != DEFAULT_PARAMS, f)):
+        if file not in files:
+            if not (root / file).is_file():
+                raise SystemExit(f"{name}: params file {file} is missing")
+            files[file] = load_yaml(root / file)
+        keys = wanted[file]
+        values = files[file] if keys is None else {k: _get(files[file], k, file) for k in keys}
+        values = copy.deepcopy(values)  # shared objects would be written as YAML anchors and aliases
+        out[file] = {k: values[k] for k in sorted(values)}
+    return out
 
 
 def file_hash(path: Path, rel: str) -> dict[str, Any]:
     """A file dep as DVC records it (md5 of the bytes)."""
     data = path.read_bytes()
     return {"path": rel, "hash": "md5", "md5": hashlib.md5(data).hexdigest(), "size": len(data)}
+
+
+def dir_hash(path: Path, rel: str) -> dict[str, Any]:
+    """A folder dep as DVC records it: the md5 of its sorted file list (each file's md5 and relative
+    path, as JSON) with ``.dir`` appended, the total size and the number of files."""
+    files = sorted((p for p in path.rglob("*") if p.is_file()), key=lambda p: p.relative_to(path).as_posix())
+    listing = [{"md5": hashlib.md5(p.read_bytes()).hexdigest(), "relpath": p.relative_to(path).as_posix()}
+               for p in files]
+    digest = hashlib.md5(json.dumps(listing, sort_keys=True).encode("utf-8")).hexdigest()
+    return {"path": rel, "hash": "md5", "md5": f"{digest}.dir", "size": sum(p.stat().st_size for p in files),
+            "nfiles": len(files)}
 
 
 def record(root: Path, names: list[str]) -> list[str]:
@@ -59,7 +101,7 @@ def record(root: Path, names: list[str]) -> list[str]:
     if any("foreach" in s or "matrix" in s for s in spec.values()):
         raise SystemExit("dvc.yaml has foreach/matrix stages; record handles plain stages only")
     lock = load_yaml(root / "dvc.lock")
-    params = load_yaml(root / "params.yaml")
+    files: dict[str, Any] = {}  # each params file, parsed once
     unknown = [n for n in names if n not in spec or n not in lock["stages"]]
     if unknown:
         raise SystemExit(f"not a locked stage of dvc.yaml: {', '.join(unknown)}")
@@ -77,18 +119,16 @@ def record(root: Path, names: list[str]) -> list[str]:
                 deps.append({"path": dep, **{k: v for k, v in locked_outs[dep].items() if k != "path"}})
             elif (root / dep).is_file():
                 deps.append(file_hash(root / dep, dep))
+            elif (root / dep).is_dir() and not any(p.startswith(dep.rstrip("/") + "/") for p in produced):
+                deps.append(dir_hash(root / dep, dep))
             elif any(dep.startswith(p.rstrip("/") + "/") for p in produced) and dep in old_deps:
                 # one file of another stage's output folder, not on disk here: its locked hash stands
                 deps.append(old_deps[dep])
             else:
                 raise SystemExit(f"{name}: dep {dep} is neither a file here nor another stage's output")
         entry: dict[str, Any] = {"cmd": stage["cmd"], "deps": sorted(deps, key=lambda d: d["path"])}
-        keys = [k for k in stage.get("params", []) if isinstance(k, str)]
-        if len(keys) != len(stage.get("params", [])):
-            raise SystemExit(f"{name}: params from files other than params.yaml are not handled")
-        if keys:
-            # a copy per stage: a section two stages share would otherwise be written once as a YAML anchor
-            entry["params"] = {"params.yaml": {k: copy.deepcopy(_get(params, k)) for k in sorted(keys)}}
+        if stage.get("params"):
+            entry["params"] = params_values(root, name, stage["params"], files)
         entry["outs"] = old.get("outs", [])
         if entry != old:
             changed.append(name)

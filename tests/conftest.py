@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 import stages  # noqa: F401  (applies the offline switches before any library is imported)
+from stages.core.config import PARAMS_DIR, SHARED_SECTIONS, read_params, section_file
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,9 +17,37 @@ ROOT = Path(__file__).resolve().parents[1]
 pytest_plugins = ["tests.asset_fixtures", "tests.smoke"]
 
 
+def _replace(path: Path, value: Any) -> None:
+    """Write ``value`` as YAML to a new file moved over ``path`` (a hard link to ``path`` keeps the old text)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(yaml.safe_dump(value, sort_keys=False, allow_unicode=True))
+    tmp.replace(path)
+
+
+def write_layout(path: Path, data: dict[str, Any]) -> Path:
+    """Write the merged params mapping ``data`` (as ``read_params`` returns it) in the split layout:
+    the global switches to ``path``, ``assets`` and each listed paper to ``params/<name>.yaml`` beside
+    it (``{}`` for a section ``data`` lacks); other ``params/*.yaml`` files there are removed. Each file
+    is replaced, not rewritten in place, so a hard-linked workspace copy never edits the original."""
+    papers = data.get("papers")
+    names = [*SHARED_SECTIONS, *(p for p in papers if isinstance(p, str))] if isinstance(papers, list) \
+        else list(SHARED_SECTIONS)  # a test of a bad ``papers:`` still gets its file written
+    globals_ = {k: v for k, v in data.items() if k not in names}
+    _replace(path, globals_)
+    folder = path.parent / PARAMS_DIR
+    folder.mkdir(exist_ok=True)
+    for stale in folder.glob("*.yaml"):
+        if stale.stem not in names:
+            stale.unlink()
+    for name in names:
+        _replace(section_file(name, path), data.get(name) or {})
+    return path
+
+
 def write_params(tmp_path: Path, profile: str = "smoke", **edits: object) -> Path:
-    """A copy of params.yaml at ``profile``; ``edits`` maps dotted keys to new values."""
-    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    """A copy of the params (params.yaml and params/) at ``profile`` in ``tmp_path``; ``edits`` maps
+    dotted keys of the merged mapping (``espo.train.lr``) to new values."""
+    params = read_params(ROOT / "params.yaml")
     params["profile"] = profile
     for dotted, value in edits.items():
         node = params
@@ -25,9 +55,7 @@ def write_params(tmp_path: Path, profile: str = "smoke", **edits: object) -> Pat
         for key in parents:
             node = node[key]
         node[last] = value
-    path = tmp_path / "params.yaml"
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
-    return path
+    return write_layout(tmp_path / "params.yaml", params)
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Typed params of the asset stages (params.yaml, section ``assets``)."""
+"""Typed params of the asset stages (params/assets.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``biocap`` (params.yaml, section ``biocap``)."""
+"""Typed params of ``biocap`` (params/biocap.yaml)."""
 
 from __future__ import annotations
 

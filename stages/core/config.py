@@ -1,4 +1,11 @@
-"""Typed loading of ``params.yaml``: global switches, per-step sections and profiles.
+"""Typed loading of the params: global switches, per-step sections and profiles.
+
+``params.yaml`` holds the global switches (``seed``, ``profile``, ``threads``, ``papers``);
+``params/assets.yaml`` the shared asset stages' sections and ``params/<paper>.yaml`` each listed
+paper's (its top-level keys are the paper's sections). ``read_params`` merges them into one
+mapping (``data["espo"]`` is ``params/espo.yaml``), so a dotted section such as ``espo.train``
+names the same values as before the split. One file per paper keeps DVC's params check cheap:
+each stage's params deps read one small file, not one 1,700-line file per stage.
 
 A step section holds its default-profile values; ``profiles: {smoke: {...}, paper:
 {...}}`` inside it overrides some of them. Every profile of a section is validated
@@ -13,6 +20,7 @@ float fields and booleans in number fields, and takes only true integers for int
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -25,10 +33,12 @@ from pydantic_core import PydanticCustomError, core_schema
 PROFILES: tuple[str, ...] = ("smoke", "default", "paper")
 Profile = Literal["smoke", "default", "paper"]
 DEFAULT_PARAMS = Path("params.yaml")
+PARAMS_DIR = "params"  # beside params.yaml: one file per section of the merged mapping
+SHARED_SECTIONS: tuple[str, ...] = ("assets",)  # sections of no paper (the asset stages')
 
 
 class ConfigError(ValueError):
-    """A params.yaml problem; the message names the dotted key."""
+    """A params problem; the message names the file or the dotted key."""
 
 
 def _no_bool(value: Any) -> Any:
@@ -97,35 +107,89 @@ def record_sections() -> Iterator[list[str]]:
         _recording.remove(seen)
 
 
-# libyaml's loader when PyYAML was built with it (the same values, about 7x faster on params.yaml)
+# libyaml's loader when PyYAML was built with it (the same values, about 7x faster on params files)
 _LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-# the last parse, keyed by the file's text: a stage reads params.yaml several times
-_parsed: dict[str, Any] = {}
+# each file's last parse, keyed by its path and text: a stage reads its params several times
+_parsed: dict[str, tuple[str, Any]] = {}
+_MAX_PARSED = 256
 
 
-def read_params(params_path: Path | str = DEFAULT_PARAMS) -> dict[str, Any]:
-    """Read the params file as a mapping (a fresh copy; a file read again is parsed once)."""
-    path = Path(params_path)
+def _read_mapping(path: Path) -> dict[str, Any]:
+    """One params file as a mapping (parsed once while its text is unchanged; not copied)."""
     if not path.is_file():
         raise ConfigError(f"params file not found: {path}")
     try:
         text = path.read_text()
-        if text not in _parsed:
-            _parsed.clear()
-            _parsed[text] = yaml.load(text, Loader=_LOADER)  # a safe loader
-        data = _parsed[text]
+        key = str(path.resolve())
+        hit = _parsed.get(key)
+        if hit is None or hit[0] != text:
+            if len(_parsed) >= _MAX_PARSED:
+                _parsed.clear()
+            _parsed[key] = (text, yaml.load(text, Loader=_LOADER))  # a safe loader
+        data = _parsed[key][1]
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ConfigError(f"{path}: not valid YAML: {' '.join(str(err).split())}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: top level must be a mapping")
+    return data
+
+
+def section_file(name: str, params_path: Path | str = DEFAULT_PARAMS) -> Path:
+    """The file that holds top-level section ``name`` (a paper or ``assets``): ``params/<name>.yaml``."""
+    return Path(params_path).parent / PARAMS_DIR / f"{name}.yaml"
+
+
+def section_names(data: dict[str, Any], params_path: Path | str = DEFAULT_PARAMS) -> list[str]:
+    """The sections kept in files of their own: the shared ones, then ``papers:`` in order."""
+    papers = data.get("papers")
+    if not isinstance(papers, list) or not all(isinstance(p, str) and p for p in papers):
+        _validate(GlobalParams, _global_values(data), "params")  # names the key: params.papers: ...
+        raise ConfigError(f"params.papers: must be a list of paper names ({params_path})")
+    return [*SHARED_SECTIONS, *papers]
+
+
+def file_of_error(message: str, params_path: Path | str = DEFAULT_PARAMS) -> Path:
+    """The params file a ``ConfigError`` message blames: ``params/<name>.yaml`` for a message that starts
+    with a dotted key of section ``name`` (``espo.train.lr: ...``), else ``params_path``."""
+    head = re.match(r"([A-Za-z0-9_-]+)\.[A-Za-z0-9_]", message)
+    if head and head.group(1) != "params" and section_file(head.group(1), params_path).is_file():
+        return section_file(head.group(1), params_path)
+    return Path(params_path)
+
+
+def read_params(params_path: Path | str = DEFAULT_PARAMS) -> dict[str, Any]:
+    """The params as one mapping (a fresh copy): ``params.yaml``'s global switches, and each of
+    ``assets`` and the listed papers from ``params/<name>.yaml`` beside it (a file read again is
+    parsed once). A listed paper without its file, a section left in ``params.yaml`` and a file under
+    ``params/`` for no listed paper are refused, naming the files."""
+    path = Path(params_path)
+    data = dict(_read_mapping(path))
+    names = section_names(data, path)
+    folder = path.parent / PARAMS_DIR
+    inline = [n for n in names if n in data]
+    if inline:
+        raise ConfigError(f"section '{inline[0]}' is in {path}, but its params belong in "
+                          f"{section_file(inline[0], path)} (move it there; keep one copy)")
+    stray = sorted(f.name for f in folder.glob("*.yaml") if f.stem not in names) if folder.is_dir() else []
+    if stray:
+        raise ConfigError(f"{folder / stray[0]}: no paper '{Path(stray[0]).stem}' in papers: of {path} "
+                          f"(list it there, or remove the file)")
+    for name in names:
+        file = section_file(name, path)
+        if not file.is_file():
+            what = "the shared section" if name in SHARED_SECTIONS else f"paper '{name}' (papers: in {path})"
+            raise ConfigError(f"{file} is missing: the params of {what}")
+        data[name] = _read_mapping(file)
     return copy.deepcopy(data)
 
 
-def _lookup(data: dict[str, Any], dotted: str) -> Any:
+def _lookup(data: dict[str, Any], dotted: str, params_path: Path | str = DEFAULT_PARAMS) -> Any:
     node: Any = data
+    head, *rest = dotted.split(".")
+    where = f"{section_file(head, params_path)}" if rest and head in data else f"{params_path}"
     for part in dotted.split("."):
         if not isinstance(node, dict) or part not in node:
-            raise ConfigError(f"missing section '{dotted}' (no key '{part}')")
+            raise ConfigError(f"missing section '{dotted}' (no key '{part}' in {where})")
         node = node[part]
     return node
 
@@ -198,8 +262,8 @@ def load_section(model: type[S], dotted: str, params_path: Path | str = DEFAULT_
         if dotted not in seen:
             seen.append(dotted)
     data = read_params(params_path)
-    profile = profile or load_global(params_path).profile
-    raw = _lookup(data, dotted)
+    profile = profile or _validate(GlobalParams, _global_values(data), "params").profile
+    raw = _lookup(data, dotted, params_path)
     chosen = None
     for name in PROFILES:
         values = profile_values(raw, name, dotted)
@@ -211,8 +275,10 @@ def load_section(model: type[S], dotted: str, params_path: Path | str = DEFAULT_
     return chosen
 
 
+def _global_values(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: copy.deepcopy(data[k]) for k in GlobalParams.model_fields if k in data}
+
+
 def load_global(params_path: Path | str = DEFAULT_PARAMS) -> GlobalParams:
-    """The global ``seed``, ``profile``, ``threads`` and ``papers`` switches."""
-    data = read_params(params_path)
-    keys = {k: data[k] for k in GlobalParams.model_fields if k in data}
-    return _validate(GlobalParams, keys, "params")
+    """The global ``seed``, ``profile``, ``threads`` and ``papers`` switches (``params.yaml`` alone)."""
+    return _validate(GlobalParams, _global_values(_read_mapping(Path(params_path))), "params")

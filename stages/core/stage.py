@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from stages.core.config import DEFAULT_PARAMS, ConfigError, load_global
+from stages.core.config import DEFAULT_PARAMS, ConfigError, file_of_error, load_global
 from stages.core.gx import DataValidationError
 from stages.core.io import InputError, NonFiniteError, remove_outputs_reporting, sweep_temp, write_json
 from stages.core.seeding import apply_threads, seed_everything
@@ -181,7 +181,7 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
         if measured is not None:
             check_verdict_metrics(paper, measured, args.params)
     except ConfigError as err:
-        print(f"[{paper}-{step}] refused params ({args.params}): {err}", file=sys.stderr)
+        print(f"[{paper}-{step}] refused params ({file_of_error(str(err), args.params)}): {err}", file=sys.stderr)
         sys.exit(2)
     outs = [*output_paths(paths), args.timing]
     received: list[int] = []

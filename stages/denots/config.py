@@ -1,4 +1,4 @@
-"""Typed params of ``denots`` (params.yaml, section ``denots``)."""
+"""Typed params of ``denots`` (params/denots.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``detection_debias`` (params.yaml, section ``detection_debias``)."""
+"""Typed params of ``detection_debias`` (params/detection_debias.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``dupo`` (params.yaml, section ``dupo``)."""
+"""Typed params of ``dupo`` (params/dupo.yaml)."""
 
 from __future__ import annotations
 

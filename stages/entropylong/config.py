@@ -1,4 +1,4 @@
-"""Typed params of ``entropylong`` (params.yaml, section ``entropylong``)."""
+"""Typed params of ``entropylong`` (params/entropylong.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``espo`` (params.yaml, section ``espo``)."""
+"""Typed params of ``espo`` (params/espo.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``fga`` (params.yaml, section ``fga``)."""
+"""Typed params of ``fga`` (params/fga.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``m3cotbench`` (params.yaml, section ``m3cotbench``)."""
+"""Typed params of ``m3cotbench`` (params/m3cotbench.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``matrix_denoising`` (params.yaml, section ``matrix_denoising``)."""
+"""Typed params of ``matrix_denoising`` (params/matrix_denoising.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``mtd_mirror_descent`` (params.yaml, section ``mtd_mirror_descent``)."""
+"""Typed params of ``mtd_mirror_descent`` (params/mtd_mirror_descent.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``mvcustom`` (params.yaml, section ``mvcustom``)."""
+"""Typed params of ``mvcustom`` (params/mvcustom.yaml)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed params of ``ndm`` (params.yaml, section ``ndm``)."""
+"""Typed params of ``ndm`` (params/ndm.yaml)."""
 
 from __future__ import annotations
 

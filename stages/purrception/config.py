@@ -1,4 +1,4 @@
-"""Typed params of ``purrception`` (params.yaml, section ``purrception``)."""
+"""Typed params of ``purrception`` (params/purrception.yaml)."""
 
 from __future__ import annotations
 

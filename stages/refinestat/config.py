@@ -1,4 +1,4 @@
-"""Typed params of ``refinestat`` (params.yaml, section ``refinestat``)."""
+"""Typed params of ``refinestat`` (params/refinestat.yaml)."""
 
 from __future__ import annotations
 

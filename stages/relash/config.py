@@ -1,4 +1,4 @@
-"""Typed params of ``relash`` (params.yaml, section ``relash``)."""
+"""Typed params of ``relash`` (params/relash.yaml)."""
 
 from __future__ import annotations
 

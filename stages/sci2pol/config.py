@@ -1,4 +1,4 @@
-"""Typed params of ``sci2pol`` (params.yaml, section ``sci2pol``)."""
+"""Typed params of ``sci2pol`` (params/sci2pol.yaml)."""
 
 from __future__ import annotations
 

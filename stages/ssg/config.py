@@ -1,4 +1,4 @@
-"""Typed params of ``ssg`` (params.yaml, section ``ssg``)."""
+"""Typed params of ``ssg`` (params/ssg.yaml)."""
 
 from __future__ import annotations
 

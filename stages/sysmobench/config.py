@@ -1,4 +1,4 @@
-"""Typed params of ``sysmobench`` (params.yaml, section ``sysmobench``)."""
+"""Typed params of ``sysmobench`` (params/sysmobench.yaml)."""
 
 from __future__ import annotations
 

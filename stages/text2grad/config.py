@@ -1,4 +1,4 @@
-"""Typed params of ``text2grad`` (params.yaml, section ``text2grad``)."""
+"""Typed params of ``text2grad`` (params/text2grad.yaml)."""
 
 from __future__ import annotations
 

@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from stages.core.config import ConfigError, GlobalParams, Section, load_global, load_section
+from stages.core.config import ConfigError, GlobalParams, Section, load_global, load_section, read_params
 from stages.core.trainer import TrainerConfig
 from stages.matrix_denoising.config import DataConfig, TrainConfig
-from tests.conftest import write_params
+from tests.conftest import write_layout, write_params
 
 
 def test_profile_overrides_are_applied(tmp_path):
@@ -61,19 +61,16 @@ def test_global_params_of_the_repository_are_valid():
 # ---- values past validation: non-finite floats, booleans as numbers, the key blamed
 
 def _edited(tmp_path, edit):
-    """A smoke params copy with ``edit(params)`` applied to the parsed YAML."""
-    import yaml
-
+    """A smoke params copy with ``edit(params)`` applied to the merged mapping."""
     path = write_params(tmp_path)
-    params = yaml.safe_load(path.read_text())
+    params = read_params(path)
     edit(params)
-    path.write_text(yaml.safe_dump(params, sort_keys=False))
-    return path
+    return write_layout(path, params)
 
 
 def test_infinite_float_is_refused_under_the_base_key(tmp_path):
     path = write_params(tmp_path, **{"matrix_denoising.train.horizon": float("inf")})
-    assert "horizon: .inf" in path.read_text()
+    assert "horizon: .inf" in (tmp_path / "params" / "matrix_denoising.yaml").read_text()
     with pytest.raises(ConfigError, match=r"^matrix_denoising\.train\.horizon: Input should be a finite number"):
         load_section(TrainConfig, "matrix_denoising.train", path)
 
@@ -113,12 +110,8 @@ def test_boolean_threads_is_refused(tmp_path):
 
 
 def _toy(tmp_path, section):
-    import yaml
-
-    path = tmp_path / "toy_params.yaml"
-    path.write_text(yaml.safe_dump({"seed": 0, "profile": "smoke", "threads": 1, "papers": ["toy"],
-                                    "toy": {"train": section}}))
-    return path
+    return write_layout(tmp_path / "toy_params.yaml", {"seed": 0, "profile": "smoke", "threads": 1,
+                                                        "papers": ["toy"], "toy": {"train": section}})
 
 
 class _Train(Section):
@@ -151,15 +144,17 @@ def test_a_params_file_that_is_not_yaml_is_refused_naming_it(tmp_path):
 def test_params_read_again_are_parsed_once_yet_follow_edits_and_are_never_shared(tmp_path):
     from stages.core import config
 
-    path = tmp_path / "params.yaml"
-    path.write_text("seed: 1\nprofile: smoke\nthreads: 1\npapers: [a]\nnested: {x: [1, 2]}\n")
+    path = write_layout(tmp_path / "params.yaml", {"seed": 1, "profile": "smoke", "threads": 1, "papers": ["a"],
+                                                   "a": {"nested": {"x": [1, 2]}}})
+    config._parsed.clear()
     first = config.read_params(path)
-    first["nested"]["x"].append(3)  # a caller's change must not leak into the next read
-    assert config.read_params(path)["nested"]["x"] == [1, 2]
-    assert next(iter(config._parsed.values()))["nested"]["x"] == [1, 2]
+    first["a"]["nested"]["x"].append(3)  # a caller's change must not leak into the next read
+    assert config.read_params(path)["a"]["nested"]["x"] == [1, 2]
+    assert config._parsed[str((tmp_path / "params" / "a.yaml").resolve())][1]["nested"]["x"] == [1, 2]
+    assert len(config._parsed) == 3  # params.yaml, params/assets.yaml, params/a.yaml: each parsed once
     path.write_text("seed: 2\nprofile: smoke\nthreads: 1\npapers: [a]\n")  # same size class, new text
     assert config.read_params(path)["seed"] == 2
-    assert len(config._parsed) == 1  # only the last parse is kept
+    assert len(config._parsed) == 3  # a file's old parse is replaced, not kept beside the new one
 
 
 def test_the_fast_yaml_loader_reads_the_committed_params_as_the_pure_python_one_does():
@@ -167,5 +162,73 @@ def test_the_fast_yaml_loader_reads_the_committed_params_as_the_pure_python_one_
 
     from stages.core import config
 
-    text = (Path(__file__).resolve().parents[2] / "params.yaml").read_text()
-    assert yaml.load(text, Loader=config._LOADER) == yaml.safe_load(text)
+    root = Path(__file__).resolve().parents[2]
+    for path in [root / "params.yaml", *sorted((root / "params").glob("*.yaml"))]:
+        text = path.read_text()
+        assert yaml.load(text, Loader=config._LOADER) == yaml.safe_load(text), path
+
+
+# ---- the split layout: params.yaml (global switches) + params/<paper>.yaml
+
+def test_the_merged_mapping_holds_the_globals_and_each_section_file_under_its_name():
+    import yaml
+
+    root = Path(__file__).resolve().parents[2]
+    data = read_params(root / "params.yaml")
+    glob = load_global(root / "params.yaml")
+    assert list(data) == ["seed", "profile", "threads", "papers", "assets", *glob.papers]
+    for name in ["assets", *glob.papers]:
+        assert data[name] == yaml.safe_load((root / "params" / f"{name}.yaml").read_text()), name
+    assert sorted(p.stem for p in (root / "params").glob("*.yaml")) == sorted(["assets", *glob.papers])
+    assert set(yaml.safe_load((root / "params.yaml").read_text())) == {"seed", "profile", "threads", "papers"}
+
+
+def test_a_dotted_section_reads_the_papers_file(tmp_path):
+    path = write_params(tmp_path, "default", **{"matrix_denoising.train.step_size": 0.005})
+    assert "step_size: 0.005" in (tmp_path / "params" / "matrix_denoising.yaml").read_text()
+    assert "matrix_denoising" not in (tmp_path / "params.yaml").read_text().split("papers:")[0]
+    assert load_section(TrainConfig, "matrix_denoising.train", path).step_size == 0.005
+
+
+def test_a_listed_paper_without_its_file_is_refused_naming_the_file(tmp_path):
+    path = write_params(tmp_path)
+    (tmp_path / "params" / "espo.yaml").unlink()
+    with pytest.raises(ConfigError, match=re.escape(f"{tmp_path / 'params' / 'espo.yaml'} is missing") +
+                       r".*paper 'espo'"):
+        load_section(DataConfig, "matrix_denoising.data", path)
+
+
+def test_a_section_left_in_params_yaml_is_refused_naming_both_files(tmp_path):
+    import yaml
+
+    path = write_params(tmp_path)
+    data = yaml.safe_load(path.read_text())
+    data["espo"] = yaml.safe_load((tmp_path / "params" / "espo.yaml").read_text())
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(ConfigError) as info:
+        load_section(DataConfig, "matrix_denoising.data", path)
+    assert str(path) in str(info.value) and str(tmp_path / "params" / "espo.yaml") in str(info.value)
+
+
+def test_a_params_file_of_no_listed_paper_is_refused_naming_it(tmp_path):
+    path = write_params(tmp_path)
+    (tmp_path / "params" / "espoo.yaml").write_text("train: {}\n")
+    with pytest.raises(ConfigError, match=re.escape(str(tmp_path / "params" / "espoo.yaml")) + ".*no paper 'espoo'"):
+        load_section(DataConfig, "matrix_denoising.data", path)
+
+
+def test_a_missing_section_is_blamed_on_the_papers_file(tmp_path):
+    path = write_params(tmp_path)
+    with pytest.raises(ConfigError, match=re.escape("missing section 'matrix_denoising.trian' (no key 'trian' in "
+                                                    f"{tmp_path / 'params' / 'matrix_denoising.yaml'})")):
+        load_section(TrainConfig, "matrix_denoising.trian", path)
+
+
+def test_an_error_is_blamed_on_the_file_of_its_key(tmp_path):
+    from stages.core.config import file_of_error
+
+    path = write_params(tmp_path)
+    assert file_of_error("espo.train.lr: Input should be greater than 0", path) == tmp_path / "params" / "espo.yaml"
+    assert file_of_error("params.threads: Input should be a valid integer", path) == path
+    assert file_of_error(f"params file not found: {path}", path) == path
+    assert file_of_error("nopaper.train: unknown key", path) == path

@@ -42,12 +42,12 @@ def test_seeds_to_decide_hand_computed():
 
 
 def _rule_params(tmp_path, gates: list[str]):
-    import yaml
+    from tests.conftest import write_layout
+
     checks = [{"name": n, "metric": n, "op": ">=", "threshold": 0.0} for n in ("gate", "claim")]
     path = tmp_path / "params.yaml"
     block = {"verdict": {"checks": checks, "min_seeds": 3}, "report": {"gates": gates}}
-    path.write_text(yaml.safe_dump({"seed": 0, "profile": "default", "threads": 1, "papers": ["p"], "p": block}))
-    return path
+    return write_layout(path, {"seed": 0, "profile": "default", "threads": 1, "papers": ["p"], "p": block})
 
 
 def test_load_gated_rule_returns_the_rule_and_its_gates(tmp_path):

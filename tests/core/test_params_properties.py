@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
 from stages.core.config import PROFILES, ConfigError, Section, load_global, load_section
 from stages.core.verdict import VerdictRule
+from tests.conftest import write_layout
 
 SETTINGS = settings(max_examples=50, deadline=None, database=None)
 
@@ -111,8 +111,7 @@ def _write(path: Path, section: dict[str, Any] | None = None, **glob: Any) -> Pa
     data = {k: v for k, v in data.items() if v is not _MISSING}
     if section is not None:
         data["toy"] = {"step": section}
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_layout(path, data)
 
 
 _MISSING = object()

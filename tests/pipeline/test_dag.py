@@ -124,9 +124,33 @@ def test_no_paper_imports_another_papers_code():
 def test_params_deps_are_the_sections_each_loader_reads():
     stages = _stages()
     assert stages["matrix_denoising-report"]["params"] == [
-        "seed", "profile", "threads", "matrix_denoising.report", "matrix_denoising.verdict"]
-    assert stages["matrix_denoising-train"]["params"] == ["seed", "profile", "threads", "matrix_denoising.train"]
+        "seed", "profile", "threads", {"params/matrix_denoising.yaml": ["report", "verdict"]}]
+    assert stages["matrix_denoising-train"]["params"] == [
+        "seed", "profile", "threads", {"params/matrix_denoising.yaml": ["train"]}]
+    assert stages["assets-wikipedia"]["params"] == ["seed", "profile", "threads", {"params/assets.yaml": ["wikipedia"]}]
     assert stages["claims"]["params"] == ["papers"]
+
+
+def test_every_stage_reads_its_sections_from_its_papers_file_only():
+    """One small file per stage for DVC to read: a paper's stages list params/<paper>.yaml and no other file."""
+    for name, stage in _stages().items():
+        files = [next(iter(p)) for p in stage.get("params", []) if isinstance(p, dict)]
+        plain = [p for p in stage.get("params", []) if isinstance(p, str)]
+        assert set(plain) <= {"seed", "profile", "threads", "papers"}, name
+        if name != "claims":  # (assets-manifest reads no section)
+            assert files in ([], [f"params/{name.split('-')[0]}.yaml"]), f"{name}: {files}"
+    assert sum(1 for s in _stages().values() for p in s.get("params", []) if isinstance(p, dict)) >= 90
+
+
+def test_params_deps_group_dotted_sections_by_their_file():
+    import pytest
+
+    from stages.dag import DagError, params_deps
+
+    assert params_deps(["espo.train", "espo.verdict", "assets.wikipedia", "espo.train"]) == [
+        "seed", "profile", "threads", ("params/espo.yaml", ["train", "verdict"]), ("params/assets.yaml", ["wikipedia"])]
+    with pytest.raises(DagError, match="whole params file"):
+        params_deps(["espo"])
 
 
 def test_a_paths_field_with_no_path_in_the_table_is_refused_naming_it():

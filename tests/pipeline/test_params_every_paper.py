@@ -22,7 +22,6 @@ from typing import Any
 from unittest import mock
 
 import pytest
-import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -31,6 +30,7 @@ from stages.core import config
 from stages.core.config import PROFILES, ConfigError, read_params, record_sections
 from stages.core.stage import declared_metrics, stage_main
 from stages.core.verdict import check_verdict_metrics
+from tests.conftest import write_layout
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMS = ROOT / "params.yaml"
@@ -205,7 +205,7 @@ def test_misspelt_verdict_metric_is_refused_by_every_step_before_its_work(paper:
     for profile in (None, "paper"):
         data, key = _misspelt(paper, profile)
         params = tmp_path / "params.yaml"
-        params.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        write_layout(params, data)
         for entry in [e for e in STEPS if e.paper == paper]:
             ran: list[str] = []
             argv = ["--params", str(params), "--timing", str(tmp_path / "t.json")]
@@ -231,6 +231,6 @@ def test_a_profile_without_its_own_checks_is_blamed_on_the_base_rule(tmp_path: P
     for name in PROFILES:  # overrides that replace the checks would hide the base rule's mistake
         (data[paper]["verdict"].get("profiles") or {}).get(name, {}).pop("checks", None)
     params = tmp_path / "params.yaml"
-    params.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    write_layout(params, data)
     with pytest.raises(ConfigError, match=rf"^{key}: unknown metric '.*_misspelt' \(the report measures "):
         check_verdict_metrics(paper, declared_metrics(paper) or (), params)

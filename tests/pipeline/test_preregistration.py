@@ -1,6 +1,7 @@
 """Verdict rules are fixed before results, and git shows it (DESIGN.md, "Verdicts are decided before results").
 
-For every paper, the last commit that changed its ``verdict:`` block in params.yaml must
+For every paper, the last commit that changed its ``verdict:`` block (in params.yaml before the
+params were split, in params/<paper>.yaml since; a commit that moved it unchanged is no change) must
 change no file under ``reports/<paper>/`` and must come before the commit of the paper's
 current default-profile results. A rule changed after earlier results were committed must
 be explained in the report's "Rule history" section.
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from stages.core.config import load_global
+from stages.core.config import PARAMS_DIR, load_global, read_params
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,38 +29,46 @@ GRANDFATHERED_AT = "e0af302"
 GRANDFATHERED = {"sci2pol"}  # denots, entropylong, espo, purrception, text2grad: rerun under registered rules
 
 
-def _git(*args: str) -> str:
-    proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+def _git(*args: str, root: Path = ROOT) -> str:
+    proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
     if proc.returncode != 0:
         raise RuntimeError(f"git {' '.join(args)}: {proc.stderr.strip()}")
     return proc.stdout
 
 
 @functools.cache
-def _params_at(commit: str) -> dict[str, Any]:
+def _params_at(commit: str, root: Path = ROOT) -> dict[str, Any]:
+    """The params at ``commit`` as one mapping: params.yaml alone before the split; params.yaml with each
+    ``params/<name>.yaml`` under its name after it."""
     try:
-        return yaml.safe_load(_git("show", f"{commit}:params.yaml")) or {}
+        data = yaml.safe_load(_git("show", f"{commit}:params.yaml", root=root)) or {}
     except RuntimeError:
         return {}
+    for rel in _git("ls-tree", "--name-only", commit, f"{PARAMS_DIR}/", root=root).split():
+        name = Path(rel).stem
+        if rel.endswith(".yaml") and name not in data:
+            data[name] = yaml.safe_load(_git("show", f"{commit}:{rel}", root=root)) or {}
+    return data
 
 
-def _verdict_at(commit: str | None, paper: str) -> Any:
+def _verdict_at(commit: str | None, paper: str, root: Path = ROOT) -> Any:
     if commit is None:
         return None
-    section = _params_at(commit).get(paper)
+    section = _params_at(commit, root).get(paper)
     return section.get("verdict") if isinstance(section, dict) else None
 
 
-def _parents(commit: str) -> list[str | None]:
-    return _git("rev-list", "--parents", "-n", "1", commit).split()[1:] or [None]
+def _parents(commit: str, root: Path = ROOT) -> list[str | None]:
+    return _git("rev-list", "--parents", "-n", "1", commit, root=root).split()[1:] or [None]
 
 
-def last_rule_change(paper: str) -> str | None:
-    """The newest commit whose params.yaml changed ``<paper>.verdict``. A merge changed it only when
-    its rule differs from every parent's (else the rule came in with a parent's own history)."""
-    for commit in _git("log", "--format=%H", "--", "params.yaml").split():
-        rule = _verdict_at(commit, paper)
-        if all(rule != _verdict_at(parent, paper) for parent in _parents(commit)):
+def last_rule_change(paper: str, root: Path = ROOT) -> str | None:
+    """The newest commit whose params changed ``<paper>.verdict``. A merge changed it only when its rule
+    differs from every parent's (else the rule came in with a parent's own history); a commit that moved
+    the block to another file with the same value changed nothing."""
+    for commit in _git("log", "--format=%H", "--", "params.yaml", f"{PARAMS_DIR}/", root=root).split():
+        rule = _verdict_at(commit, paper, root)
+        if all(rule != _verdict_at(parent, paper, root) for parent in _parents(commit, root)):
             return commit
     return None
 
@@ -95,9 +104,9 @@ def history() -> None:
 @pytest.mark.parametrize("paper", load_global(ROOT / "params.yaml").papers)
 def test_verdict_rule_was_committed_on_its_own_before_the_results(paper, history):
     head_rule = _verdict_at("HEAD", paper)
-    current = yaml.safe_load((ROOT / "params.yaml").read_text()).get(paper, {}).get("verdict")
+    current = read_params(ROOT / "params.yaml").get(paper, {}).get("verdict")
     if current != head_rule:
-        pytest.fail(f"{paper}: the verdict block in params.yaml differs from HEAD; commit it on its own "
+        pytest.fail(f"{paper}: the verdict block in params/{paper}.yaml differs from HEAD; commit it on its own "
                     "(touching no reports/) before the default run")
     if _grandfathered(paper):
         return
@@ -130,3 +139,31 @@ def test_an_ungrandfathered_paper_with_rule_and_results_in_one_commit_fails(pape
     monkeypatch.setattr(f"{__name__}.GRANDFATHERED", set())
     with pytest.raises(AssertionError, match="also commits results"):
         test_verdict_rule_was_committed_on_its_own_before_the_results(paper, None)
+
+
+def test_moving_a_verdict_block_to_its_papers_file_is_not_a_rule_change(tmp_path):
+    """The split of params.yaml into params/<paper>.yaml moved every verdict block unchanged: the rule's last
+    change stays the commit before it; an edit in the paper's file after the split is one."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["-c", "user.email=t@t", "-c", "user.name=t"]
+    rule = {"checks": [{"name": "c", "metric": "m", "op": ">=", "threshold": 0.1}], "min_seeds": 3}
+
+    def commit(message: str, files: dict[str, Any], remove: tuple[str, ...] = ()) -> str:
+        for rel in remove:
+            (repo / rel).unlink()
+        for rel, value in files.items():
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (repo / rel).write_text(yaml.safe_dump(value, sort_keys=False))
+        _git("add", "-A", root=repo)
+        _git(*git, "commit", "-qm", message, root=repo)
+        return _git("rev-parse", "HEAD", root=repo).strip()
+
+    _git("init", "-q", root=repo)
+    glob = {"seed": 0, "profile": "default", "threads": 1, "papers": ["p", "q"]}
+    registered = commit("rules", {"params.yaml": {**glob, "p": {"verdict": rule}, "q": {"verdict": rule}}})
+    commit("split", {"params.yaml": glob, "params/p.yaml": {"verdict": rule}, "params/q.yaml": {"verdict": rule}})
+    changed = commit("q: new rule", {"params/q.yaml": {"verdict": {**rule, "min_seeds": 5}}})
+    assert last_rule_change("p", repo) == registered
+    assert last_rule_change("q", repo) == changed
+    assert _verdict_at(changed, "q", repo)["min_seeds"] == 5

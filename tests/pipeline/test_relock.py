@@ -157,3 +157,46 @@ def test_a_dep_on_one_file_of_another_stages_output_folder_keeps_its_locked_hash
     assert manifest == next(d for d in before["deps"] if d["path"] == "models/m/manifest.json")
     assert after["outs"] == before["outs"]
     assert "modified" not in _status(repo)
+
+
+def test_params_from_several_files_are_recorded_under_each_file(tmp_path):
+    """The split layout: global keys in params.yaml, a paper's sections in params/<paper>.yaml."""
+    repo = tmp_path / "r"
+    repo.mkdir()
+    spec = {"stages": {"a": {"cmd": "python a.py", "deps": ["a.py"],
+                             "params": ["seed", {"params/a.yaml": ["train", "data.n"]}], "outs": ["data/a.txt"]}}}
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (repo / "params.yaml").write_text("seed: 0\n")
+    (repo / "params").mkdir()
+    (repo / "params" / "a.yaml").write_text("data: {n: 3, m: 1}\ntrain: {lr: 1e-05, sizes: [1, 2]}\n")
+    (repo / "a.py").write_text("import os\nos.makedirs('data', exist_ok=True)\nopen('data/a.txt', 'w').write('x')\n")
+    run(["git", "init", "-q"], repo)
+    run([str(BIN / "dvc"), "init", "-q"], repo)
+    run([str(BIN / "dvc"), "repro"], repo)
+    locked = _lock(repo)["a"]["params"]
+    (repo / "params" / "a.yaml").write_text("data: {n: 4, m: 1}\ntrain: {lr: 1e-05, sizes: [1, 2]}\n")
+    assert "modified:           data.n" in _status(repo)
+    assert record(repo, ["a"]) == ["a"]
+    after = _lock(repo)["a"]["params"]
+    assert list(after) == ["params.yaml", "params/a.yaml"] == list(locked)
+    train = locked["params/a.yaml"]["train"]
+    assert after == {"params.yaml": {"seed": 0}, "params/a.yaml": {"data.n": 4, "train": train}}
+    assert "modified" not in _status(repo)
+    assert "&id" not in (repo / "dvc.lock").read_text()
+
+
+def test_a_folder_dep_is_hashed_as_dvc_hashes_it(tmp_path):
+    from stages.relock import dir_hash
+
+    repo = tmp_path / "r"
+    (repo / "tables" / "sub").mkdir(parents=True)
+    (repo / "tables" / "b.csv").write_text("b\n")
+    (repo / "tables" / "sub" / "a.csv").write_text("a,1\n")
+    spec = {"stages": {"t": {"cmd": "python t.py", "deps": ["t.py", "tables"], "outs": ["out.txt"]}}}
+    (repo / "dvc.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
+    (repo / "t.py").write_text("open('out.txt', 'w').write('ok')\n")
+    run(["git", "init", "-q"], repo)
+    run([str(BIN / "dvc"), "init", "-q"], repo)
+    run([str(BIN / "dvc"), "repro"], repo)
+    locked = next(d for d in _lock(repo)["t"]["deps"] if d["path"] == "tables")
+    assert dir_hash(repo / "tables", "tables") == locked

@@ -12,19 +12,20 @@ from pathlib import Path
 import pytest
 import yaml
 
-from stages.core.config import load_global
+from stages.core.config import load_global, read_params
+from tests.conftest import write_layout
 from tests.smoke import network_free_prefix, repro_command, run_cmd
 
 
 def _write_edited_params(repo: Path, dest: Path, dotted: str, value: object) -> None:
-    """Write the copy's params.yaml to ``dest`` with one dotted key changed."""
-    params = yaml.safe_load((repo / "params.yaml").read_text())
+    """Write the copy's params to ``dest`` (and ``params/`` beside it) with one dotted key changed."""
+    params = read_params(repo / "params.yaml")
     *parents, last = dotted.split(".")
     node = params
     for key in parents:
         node = node[key]
     node[last] = value
-    dest.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    write_layout(dest, params)
 
 
 def _stale(repo: Path) -> set[str]:
@@ -83,13 +84,14 @@ def test_smoke_repro_writes_every_report_and_the_ledger(smoke_repo, record_prope
 
 def _linked_copy(src: Path, dest: Path) -> Path:
     """A workspace copy whose files are hard links to the shared run's (seconds, no extra disk), except
-    params.yaml and dvc.lock, which are copied: DVC replaces an output by unlinking it and writing a new
+    the params files and dvc.lock, which are copied: DVC replaces an output by unlinking it and writing a new
     file, so a stage rerun in the copy never changes the shared workspace's files. DVC's state and
     temporary folder are left out (it rebuilds them)."""
     shutil.copytree(src, dest, symlinks=True, copy_function=os.link,
-                    ignore=shutil.ignore_patterns("tmp", "params.yaml", "dvc.lock"))
+                    ignore=shutil.ignore_patterns("tmp", "params.yaml", "dvc.lock", "params"))
     for name in ("params.yaml", "dvc.lock"):
         shutil.copy2(src / name, dest / name)
+    shutil.copytree(src / "params", dest / "params")
     return dest
 
 
@@ -109,7 +111,8 @@ def test_changing_one_param_reruns_only_its_downstream_stages(smoke_repo, tmp_pa
     assert _stale(root) == set()
     diff = run_cmd([sys.executable, "-m", "dvc", "params", "diff", "--json"], root).stdout
     assert "stall_fraction" in diff
-    assert (smoke_repo.root / "params.yaml").read_bytes() != (root / "params.yaml").read_bytes()  # not shared
+    edited = Path("params") / "matrix_denoising.yaml"
+    assert (smoke_repo.root / edited).read_bytes() != (root / edited).read_bytes()  # not shared
 
 
 @pytest.mark.slow
