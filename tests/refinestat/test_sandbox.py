@@ -21,7 +21,8 @@ def test_kills_a_loop_and_a_memory_hog_and_carries_on():
         first = sandbox.run(request(OK))
         assert first["outcome"] == "ok" and first["heldout_lpd"] is not None and 0 < first["cpu_s"]
         loop = sandbox.run(request(["while True:\n    pass"]))
-        assert loop["outcome"] == "cpu" and sandbox.restarts == 1 and loop["cpu_s"] > 10
+        # killed once past 10 s, reported to the millisecond: 10.0004 reads 10.0
+        assert loop["outcome"] == "cpu" and sandbox.restarts == 1 and loop["cpu_s"] >= 10
         assert loop["wall_s"] < 60, "the CPU-time limit, not the wall clock, stopped the loop"
         hog = sandbox.run(request(["blocks = [bytearray(b'x' * 2**20) for _ in range(4000)]"]))
         assert hog["outcome"] == "memory" and sandbox.restarts == 2
