@@ -39,8 +39,10 @@ def useful_steps_per_token(n_matched: Sequence[int], n_tokens: Sequence[int]) ->
 
 
 def token_cost_ratio(cot_tokens: Sequence[int], direct_tokens: Sequence[int]) -> float:
-    """Efficiency (Sec. 3.3): mean output tokens with CoT over mean output tokens answering directly."""
-    return float(np.mean(cot_tokens)) / float(np.mean(direct_tokens))
+    """Efficiency (Sec. 3.3): mean output tokens with CoT over mean output tokens answering directly; NaN
+    (undefined, left out of mean ± std) when the direct model said nothing, as a barely trained one can."""
+    direct = float(np.mean(direct_tokens))
+    return float(np.mean(cot_tokens)) / direct if direct else float("nan")
 
 
 def cot_impact(cot_accuracy: float, direct_accuracy: float) -> float:

@@ -23,8 +23,14 @@ def vocabulary() -> list[str]:
 
 
 class ImageToText(nn.Module):
-    """CNN encoder (three stride-2 conv layers) -> initial GRU state (plus a task embedding), also added to
-    every input token embedding -> token logits."""
+    """CNN encoder (three stride-2 conv layers, a linear map, LayerNorm) -> initial GRU state (plus a task
+    embedding), also added to every input token embedding -> token logits.
+
+    The image features end in a LayerNorm, not a tanh: each scan's feature vector has unit scale per dimension
+    from the start, like the token and task embeddings it is added to. Under a tanh the features were about
+    100 times smaller than those embeddings at initialisation; the CoT model first fits the tokens it can
+    predict from earlier tokens, the linear map grows a scan-independent offset that saturates the tanh, the
+    encoder's gradient vanishes and some initialisations stayed on a plateau that ignores the image."""
 
     def __init__(self, vocab_size: int, n_tasks: int, channels: int, hidden: int) -> None:
         super().__init__()
@@ -33,7 +39,7 @@ class ImageToText(nn.Module):
             nn.Conv2d(1, c, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(c, 2 * c, 3, stride=2, padding=1), nn.ReLU(),
             nn.Conv2d(2 * c, 4 * c, 3, stride=2, padding=1), nn.ReLU(),
-            nn.Flatten(), nn.Linear(4 * c * 16, hidden), nn.Tanh())
+            nn.Flatten(), nn.Linear(4 * c * 16, hidden), nn.LayerNorm(hidden))
         self.task = nn.Embedding(n_tasks, hidden)
         self.embed = nn.Embedding(vocab_size, hidden)
         self.gru = nn.GRU(hidden, hidden, batch_first=True)

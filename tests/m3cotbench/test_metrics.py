@@ -1,5 +1,7 @@
 """The metric families, parser and matcher against hand-computed values."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -57,6 +59,7 @@ def test_efficiency_by_hand():
     assert useful_steps_per_token([2, 1], [10, 10]) == pytest.approx(0.15)
     assert useful_steps_per_token([0], [0]) == 0.0
     assert token_cost_ratio([20, 10], [3, 2]) == pytest.approx(15 / 2.5)
+    assert math.isnan(token_cost_ratio([20, 10], [0, 0]))  # a direct model that said nothing
 
 
 def test_bootstrap_se_of_a_constant_is_zero_and_shrinks_with_n():
