@@ -253,24 +253,28 @@ def test_cfm_sampler_uses_the_seeded_noise_and_is_deterministic_given_it():
     assert torch.equal(a, nearest_code(z1, codebook))
 
 
+class FixedLogits(torch.nn.Module):
+    """A Purrception net whose posterior logits are the same at every position and time; it records each state."""
+
+    method = "purrception"
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        super().__init__()
+        self.pos = torch.nn.Parameter(torch.zeros(1, len(logits)))
+        self.logits = logits
+        self.seen: list[torch.Tensor] = []
+
+    def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        self.seen.append(z.clone())
+        return self.logits.expand(*z.shape[:2], len(self.logits))
+
+
 def test_deterministic_purrception_follows_the_posterior_mean_ode_by_hand():
     # uniform posterior over two codes at every step: μ = (e_0 + e_1)/2 = (0.5, 0.5); every step moves towards μ;
     # the decoded code is the argmax of the last logits (tie → the first index), independent of z
     codebook = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
 
-    class Uniform(torch.nn.Module):
-        method = "purrception"
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.pos = torch.nn.Parameter(torch.zeros(1, 2))
-            self.seen: list[torch.Tensor] = []
-
-        def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            self.seen.append(z.clone())
-            return torch.zeros(*z.shape[:2], 2)
-
-    net = Uniform()
+    net = FixedLogits(torch.zeros(2))
     codes = sample_codes(net, codebook, 1, 2, 0.2, generator=torch.Generator().manual_seed(0))
     assert codes.tolist() == [[0]]
     z0 = torch.randn((1, 1, 2), generator=torch.Generator().manual_seed(0))
@@ -283,19 +287,7 @@ def test_stochastic_purrception_moves_towards_the_drawn_code_by_hand():
     # a posterior certain of code 1 at the first step: z ← z + 0.4·(e_1 − z)/0.8 = (z + e_1)/2
     codebook = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
 
-    class Certain(torch.nn.Module):
-        method = "purrception"
-
-        def __init__(self) -> None:
-            super().__init__()
-            self.pos = torch.nn.Parameter(torch.zeros(1, 2))
-            self.seen: list[torch.Tensor] = []
-
-        def forward(self, z: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
-            self.seen.append(z.clone())
-            return torch.tensor([-1e4, 0.0]).expand(*z.shape[:2], 2)
-
-    net = Certain()
+    net = FixedLogits(torch.tensor([-1e4, 0.0]))
     assert sample_codes(net, codebook, 1, 2, 0.2, generator=torch.Generator().manual_seed(0), stochastic=True
                         ).tolist() == [[1]]
     z0 = torch.randn((1, 1, 2), generator=torch.Generator().manual_seed(0))
