@@ -27,8 +27,8 @@ TESTS = {
     "dropped column": ("tests/pipeline/test_corruption_every_stage.py", "test_dropped_column_is_refused"),
     "NaN weights": ("tests/pipeline/test_corruption_every_stage.py", "test_nan_weights_never_become_results"),
     "kill and rerun": ("tests/pipeline/test_kill_every_paper.py", "test_longest_stage_survives_kills"),
-    "determinism": ("tests/pipeline/test_repro_smoke.py",
-                    "test_a_second_smoke_run_reproduces_every_output_bit_for_bit"),
+    "determinism (per stage)": ("tests/pipeline/test_determinism_every_stage.py",
+                                "test_stage_rerun_reproduces_its_outputs_bit_for_bit"),
     "network-free DAG": ("tests/pipeline/test_repro_smoke.py", "test_the_smoke_dag_ran_without_network"),
     "sandbox limits": ("tests/core/test_sandbox.py", ""),
 }

@@ -64,17 +64,17 @@ def smoke_params(tmp_path: Path) -> Path:
     return write_params(tmp_path)
 
 
-# the test that runs the whole smoke DAG a second time (about as long as the shared run itself)
-DETERMINISM_TEST = "test_a_second_smoke_run_reproduces_every_output_bit_for_bit"
+# the test that records the shared smoke DAG run's cost; it goes first, so one worker starts the build at once
+FIRST_TEST = "test_smoke_repro_writes_every_report_and_the_ledger"
 
 
 def schedule_rank(item: pytest.Item) -> int:
-    """Where a test goes in the run order: the determinism rerun first, then the tests that need no
-    smoke DAG, then the tests that read it. Under pytest-xdist the first worker to take the
-    determinism test builds the shared smoke DAG and reruns it, while the other worker runs the
-    tests that need neither, so no worker sits idle waiting for the build and the rerun does not
-    start last and run alone."""
-    if getattr(item, "originalname", item.name) == DETERMINISM_TEST:
+    """Where a test goes in the run order: one test that needs the shared smoke DAG first, then the
+    tests that need no smoke DAG, then the tests that read it. Under pytest-xdist the first worker
+    builds the shared smoke DAG (both cores, one stage per CPU) while the other runs the tests that
+    need none, so no worker sits idle waiting for the build; then both share the tests that read it
+    (the per-stage determinism reruns among them)."""
+    if getattr(item, "originalname", item.name) == FIRST_TEST:
         return 0
     return 2 if "smoke_repo" in getattr(item, "fixturenames", ()) else 1
 
