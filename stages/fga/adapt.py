@@ -27,8 +27,16 @@ from stages.core.threads import cap_threads
 from stages.fga.config import PAPER, AdaptInputs, load_adapt
 from stages.fga.expectations import results_suite
 from stages.fga.io import load_clip_model, read_embeddings, read_views_table
-from stages.fga.sapt import PassCounter, PromptedCLIP, coop_loss, prompt_sharpness, tune_prompt
-from stages.fga.selection import fga_predict, score_views, single_view_predict, tpt_predict, zero_predict
+from stages.fga.sapt import PassCounter, PromptedCLIP, coop_loss, prompt_sharpness, text_passes, tune_prompt
+from stages.fga.selection import (
+    PromptHeads,
+    fga_predict,
+    score_views,
+    shared_heads,
+    single_view_predict,
+    tpt_predict,
+    zero_predict,
+)
 
 METHODS = ["zero_shot", "coop", "sapt", "tpt", "zero", "fga_coop", "fga"]
 SINGLE_VIEW = ("zero_shot", "coop", "sapt")
@@ -54,8 +62,11 @@ def tune_on_validation(model: PromptedCLIP, val: list[tuple[torch.Tensor, torch.
                        gen: torch.Generator) -> dict[str, dict[str, float]]:
     """Mean validation accuracy of every knob setting of every method (keys are readable strings)."""
     a = cfg.adapt
-    correct: dict[str, dict[str, float]] = {m: {} for m in ("sapt", "zero", "tpt", "fga_coop", "fga")}
+    correct: dict[str, dict[str, float]] = {m: {} for m in ("coop", "sapt", "zero", "tpt", "fga_coop", "fga")}
     n = 0
+    heads = {(method, rho): shared_heads(model, p, rho, a.n_perturbations, gen)
+             for method, prompts in (("fga_coop", {r: coop for r in a.rho_grid}), ("fga", sapt))
+             for rho, p in prompts.items()}
 
     def add(method: str, key: str, ok: bool) -> None:
         correct[method][key] = correct[method].get(key, 0.0) + float(ok)
@@ -65,18 +76,17 @@ def tune_on_validation(model: PromptedCLIP, val: list[tuple[torch.Tensor, torch.
         for views, y in tqdm(list(zip(emb, labels.tolist(), strict=True)), desc="validation", unit="img",
                              leave=False):
             n += 1
+            add("coop", "view=0", single_view_predict(model, views, coop) == y)
             for rho, p in sapt.items():
                 add("sapt", f"rho={rho:g}", single_view_predict(model, views, p) == y)
             for k in a.keep_grid:
                 add("zero", f"keep={k}", zero_predict(model, views, coop, k) == y)
                 for lr in a.tpt_lr_grid:
                     add("tpt", f"keep={k},lr={lr:g}", tpt_predict(model, views, prompt, k, lr) == y)
-            for method, prompts in (("fga_coop", {r: coop for r in a.rho_grid}), ("fga", sapt)):
-                for rho, p in prompts.items():
-                    logits, ent, sharp = score_views(model, views, p, rho, a.n_perturbations, gen)
-                    for k, lam in itertools.product(a.keep_grid, a.lambda_grid):
-                        add(method, f"rho={rho:g},keep={k},lambda={lam:g}", fga_predict(logits, ent, sharp, lam, k)
-                            == y)
+            for (method, rho), h in heads.items():
+                logits, ent, sharp = score_views(model, views, h)
+                for k, lam in itertools.product(a.keep_grid, a.lambda_grid):
+                    add(method, f"rho={rho:g},keep={k},lambda={lam:g}", fga_predict(logits, ent, sharp, lam, k) == y)
     return {m: {key: v / max(n, 1) for key, v in grid.items()} for m, grid in correct.items()}
 
 
@@ -92,7 +102,7 @@ def best(grid: dict[str, float]) -> dict[str, float]:
 
 
 def predict(method: str, model: PromptedCLIP, views: torch.Tensor, prompts: dict[str, Any], knobs: dict[str, dict],
-            cfg: AdaptInputs, gen: torch.Generator) -> int:
+            heads: dict[str, PromptHeads]) -> int:
     """One method's prediction for one test image with its validation-chosen knobs."""
     kb = knobs.get(method, {})
     if method in SINGLE_VIEW:
@@ -101,8 +111,7 @@ def predict(method: str, model: PromptedCLIP, views: torch.Tensor, prompts: dict
         return zero_predict(model, views, prompts["coop"], int(kb["keep"]))
     if method == "tpt":
         return tpt_predict(model, views, prompts["tpt"], int(kb["keep"]), kb["lr"])
-    prompt = prompts["coop"] if method == "fga_coop" else prompts["sapt"]
-    logits, ent, sharp = score_views(model, views, prompt, kb["rho"], cfg.adapt.n_perturbations, gen)
+    logits, ent, sharp = score_views(model, views, heads[method])  # the heads shared by every test image
     return fga_predict(logits, ent, sharp, kb["lambda"], int(kb["keep"]))
 
 
@@ -144,30 +153,34 @@ def run(cfg: AdaptInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         gen = torch.Generator().manual_seed(derive_seed(seed, "perturb", "val"))
         model = PromptedCLIP(clip.text, class_features, scale)
         grids = tune_on_validation(model, [condition(k) for k in val_keys], coop, sapt, cfg, gen)
-        knobs = {m: best(g) for m, g in grids.items()}
+        knobs = {m: best(g) for m, g in grids.items() if m != "coop"}
         rho = knobs["fga"]["rho"]
         prompts = {"zero_shot": torch.zeros_like(coop), "coop": coop, "sapt": sapt[rho],
                    "tpt": nn.Parameter(coop.clone())}
         sharpness = {f"{name}_rho={r:g}": prompt_sharpness(loss_fn, p, r, a.sharpness_ascent_steps)
                      for r in a.rho_grid for name, p in (("coop", coop), ("sapt", sapt[r]))}
-        costs = {m: {"image_forward": 0, "text_forward": 0, "text_backward": 0, "images": 0} for m in METHODS}
+        # one counter per method over every shifted test image; FGA's shared heads are counted once in its own
+        counters = {m: PassCounter() for m in METHODS}
         gen = torch.Generator().manual_seed(derive_seed(seed, "perturb", "test"))
+        heads = {m: shared_heads(PromptedCLIP(clip.text, class_features, scale, counters[m]),
+                                 prompts["coop"] if m == "fga_coop" else prompts["sapt"], knobs[m]["rho"],
+                                 a.n_perturbations, gen) for m in ("fga_coop", "fga")}
+        n_shifted = 0
         for key in test_keys:
             emb, labels = condition(key)
             methods = SINGLE_VIEW if key[1] == "clean" else METHODS
+            n_shifted += 0 if key[1] == "clean" else len(labels)
             for method in methods:
-                counter = PassCounter()
+                counter = PassCounter() if key[1] == "clean" else counters[method]
                 model = PromptedCLIP(clip.text, class_features, scale, counter)
-                correct = [predict(method, model, views, prompts, knobs, cfg, gen) == y
+                correct = [predict(method, model, views, prompts, knobs, heads) == y
                            for views, y in zip(emb, labels.tolist(), strict=True)]
                 results.append({"seed_index": s, "split": "test", "method": method, "kind": key[1],
                                 "severity": key[2], "accuracy": float(np.mean(correct)), "n_images": len(correct)})
-                if key[1] != "clean":
-                    for field, v in counter.snapshot().items():
-                        costs[method][field] += v
-                    costs[method]["images"] += len(correct)
+        passes = {m: {f: v / n_shifted for f, v in c.snapshot().items()} for m, c in counters.items()}
         knobs["sapt"] = {"rho": rho}  # the SAPT arm is FGA's starting point: FGA's prompt without selection
-        val_best = {m: grids[m][",".join(f"{k}={v:g}" for k, v in knobs[m].items())] for m in grids}
+        val_best = {m: grids[m][",".join(f"{k}={v:g}" for k, v in knobs[m].items())] for m in knobs}
+        val_best["coop"] = grids["coop"]["view=0"]
         per_seed.append({
             "seed_index": s, "few_shot_rows": shots.tolist(), "knobs": knobs, "validation_grids": grids,
             "validation_best": val_best,
@@ -175,14 +188,14 @@ def run(cfg: AdaptInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             "sharpness_ratio": (sharpness[f"sapt_rho={rho:g}"] / sharpness[f"coop_rho={rho:g}"]
                                 if sharpness[f"coop_rho={rho:g}"] > 0 else None),
             "coop_final_loss": coop_losses[-1],
-            "passes_per_image": {m: {f: c[f] / c["images"] for f in ("image_forward", "text_forward",
-                                                                      "text_backward")}
-                                 for m, c in costs.items() if c["images"]},
+            "passes_per_image": passes,
+            "text_passes_fga_over_tpt": text_passes(passes["fga"]) / text_passes(passes["tpt"]),
         })
     frame = pd.DataFrame(results)
     validate_table(frame, f"{PAPER}.results", results_suite(len(frame), METHODS))
     write_parquet(frame, paths.results)
     write_json({"methods": METHODS, "n_seeds": a.n_seeds, "shots": a.shots, "n_views": cfg.n_views,
+                "n_perturbations": a.n_perturbations, "views": cfg.views_policy,
                 "test_conditions": [list(k) for k in test_keys], "val_conditions": [list(k) for k in val_keys],
                 "n_test_images": len(groups[test_keys[0]]), "n_val_images": len(groups[val_keys[0]]),
                 "n_pool": len(pool), "logit_scale": scale, "seeds": per_seed}, paths.adaptation, finite=True)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -17,10 +17,13 @@ PAPER = "fga"
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
     "clean_zero_shot_accuracy",
+    "fga_coop_minus_zero",
     "fga_minus_sapt",
     "fga_minus_tpt",
     "fga_minus_zero",
+    "fga_text_passes_over_tpt",
     "sharpness_ratio_sapt_over_coop",
+    "views_vote_minus_single",
 )
 Corruption = Literal["blur", "noise", "invert", "pixelate", "occlude", "fog"]
 
@@ -62,6 +65,8 @@ class ViewsConfig(Section):
     severities: list[int] = Field(min_length=1)
     n_views: int = Field(ge=2, le=64)
     crop_scale: list[float] = Field(min_length=2, max_length=2)
+    max_shift: int = Field(ge=0, le=8)
+    flip: bool
     image_batch_size: int = Field(ge=1, le=1024)
 
     @model_validator(mode="after")
@@ -114,6 +119,7 @@ class AdaptInputs(Section):
     severities: list[int]
     embed_dim: int
     hidden: int
+    views_policy: dict[str, Any]
 
     @model_validator(mode="after")
     def _check(self) -> AdaptInputs:
@@ -155,7 +161,9 @@ def load_adapt(params: Path) -> AdaptInputs:
         return AdaptInputs(adapt=load_section(AdaptConfig, f"{PAPER}.adapt", params), n_views=views.n_views,
                            test_corruptions=list(views.test_corruptions),
                            val_corruptions=list(views.val_corruptions), severities=views.severities,
-                           embed_dim=clip.embed_dim, hidden=clip.hidden)
+                           embed_dim=clip.embed_dim, hidden=clip.hidden,
+                           views_policy={"crop_scale": views.crop_scale, "max_shift": views.max_shift,
+                                         "flip": views.flip})
     except ValueError as err:
         raise ConfigError(f"{PAPER}.adapt: {err}") from None
 

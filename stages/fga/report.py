@@ -16,6 +16,8 @@ from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mea
 from stages.core.stage import StageContext, Step, inp
 from stages.fga.config import PAPER, ReportInputs, load_report
 from stages.fga.expectations import results_suite
+from stages.fga.history import FIRST_PILOT, FIRST_RULE, SECOND_PILOT
+from stages.fga.sapt import text_passes
 
 TIMED_STEPS = ("pretrain", "views", "adapt")
 METHODS = ["zero_shot", "coop", "sapt", "tpt", "zero", "fga_coop", "fga"]
@@ -55,12 +57,15 @@ def clean_accuracy(results: pd.DataFrame, method: str, n_seeds: int) -> list[flo
 def verdict_metrics(results: pd.DataFrame, adaptation: dict[str, Any]) -> dict[str, list[float | None]]:
     """Per-seed verdict metrics: the gate, FGA's paired differences on the shifted average, the sharpness ratio."""
     n = adaptation["n_seeds"]
-    avg = {m: np.array(shifted_average(results, m, n)) for m in ("fga", "tpt", "zero", "sapt")}
+    avg = {m: np.array(shifted_average(results, m, n)) for m in ("fga", "fga_coop", "tpt", "zero", "sapt", "coop")}
     return {"clean_zero_shot_accuracy": clean_accuracy(results, "zero_shot", n),
+            "views_vote_minus_single": (avg["zero"] - avg["coop"]).tolist(),
             "fga_minus_tpt": (avg["fga"] - avg["tpt"]).tolist(),
             "fga_minus_zero": (avg["fga"] - avg["zero"]).tolist(),
+            "fga_coop_minus_zero": (avg["fga_coop"] - avg["zero"]).tolist(),
             "fga_minus_sapt": (avg["fga"] - avg["sapt"]).tolist(),
-            "sharpness_ratio_sapt_over_coop": [s["sharpness_ratio"] for s in adaptation["seeds"]]}
+            "sharpness_ratio_sapt_over_coop": [s["sharpness_ratio"] for s in adaptation["seeds"]],
+            "fga_text_passes_over_tpt": [s["text_passes_fga_over_tpt"] for s in adaptation["seeds"]]}
 
 
 def accuracy_rows(results: pd.DataFrame, n_seeds: int, conditions: list[list[Any]]) -> list[dict[str, Any]]:
@@ -84,8 +89,9 @@ def cost_rows(adaptation: dict[str, Any]) -> list[dict[str, Any]]:
     for m in METHODS:
         per = [s["passes_per_image"][m] for s in adaptation["seeds"] if m in s["passes_per_image"]]
         if per:
-            rows.append({"method": m, **{f: f"{np.mean([p[f] for p in per]):.2f}"
-                                         for f in ("image_forward", "text_forward", "text_backward")}})
+            rows.append({"method": m, **{f: f"{np.mean([p[f] for p in per]):.3f}"
+                                         for f in ("image_forward", "text_forward", "text_backward")},
+                         "text-side passes": f"{np.mean([text_passes(p) for p in per]):.3f}"})
     return rows
 
 
@@ -130,6 +136,24 @@ def decomposition(results: pd.DataFrame, n_seeds: int) -> dict[str, list[float]]
     return {name: [a - b for a, b in zip(avg[x], avg[y], strict=True)] for name, (x, y) in pairs.items()}
 
 
+def pilot_rows(pilot: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per view policy of the second pilot: validation accuracy per method at its knobs and the two new differences."""
+    def seeds(v: list[float], spec: str = ".3f") -> str:
+        return " / ".join(f"{x:{spec}}" for x in v)
+
+    return [{"view policy": name, **{m: seeds(p["validation_best"][m]) for m in ("coop", "zero", "tpt", "fga_coop",
+                                                                                   "fga")},
+             "zero − coop": seeds(p["views_vote_minus_single"], "+.3f"),
+             "fga_coop − zero": seeds(p["fga_coop_minus_zero"], "+.3f")}
+            for name, p in pilot["policies"].items()]
+
+
+def rule_text(cfg: ReportInputs) -> str:
+    """The registered checks as 'name op threshold' (gates marked)."""
+    return "; ".join(f"{c.name} {c.op} {c.threshold:g}" + (" [gate]" if c.name in cfg.gates else "")
+                     for c in cfg.verdict.checks) + "."
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed results and write the report."""
     adaptation = read_json(paths.adaptation)
@@ -156,6 +180,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     metrics = {"per_seed": per_seed, "shifted_average": {m: shifted_average(results, m, n_seeds) for m in METHODS},
                "clean": {m: clean_accuracy(results, m, n_seeds) for m in ("zero_shot", "coop", "sapt")},
                "passes_per_image": {m: {k: float(v) for k, v in r.items() if k != "method"} for m, r in costs.items()},
+               "validation_best": {m: [s["validation_best"][m] for s in adaptation["seeds"]]
+                                   for m in adaptation["seeds"][0]["validation_best"]},
                "decomposition": parts,
                "verdict": claim.verdict}
     ratios = [r for r in per_seed["sharpness_ratio_sapt_over_coop"] if r is not None]
@@ -166,7 +192,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                          "mean": f"{float(np.mean(vals)):+.3f}"} for k, vals in parts.items()],
                  selection_mean=float(np.mean(parts["selection (fga_coop − zero)"])),
                  views_mean=float(np.mean(parts["views (zero − coop)"])),
-                 n_perturb=round(float(costs["fga"]["text_forward"])) - 1,
+                 n_perturb=adaptation["n_perturbations"], pilot1=FIRST_PILOT, rule1=FIRST_RULE,
+                 val_best=metrics["validation_best"], pilot2={**SECOND_PILOT, "margins": rule_text(cfg)},
+                 pilot2_rows=pilot_rows(SECOND_PILOT), per_seed=per_seed, views_cfg=adaptation["views"],
                  acc_rows=accuracy_rows(results, n_seeds, conditions), cost_rows=list(costs.values()),
                  knob_rows=knob_rows(adaptation), sharp_rows=sharp, gates=cfg.gates,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))

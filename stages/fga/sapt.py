@@ -40,6 +40,11 @@ class PassCounter:
         return grad
 
 
+def text_passes(passes: dict[str, float]) -> float:
+    """Text-side cost in forward-pass units: forwards + 2 × backwards (a backward costs about two forwards)."""
+    return passes["text_forward"] + 2 * passes["text_backward"]
+
+
 class PromptedCLIP:
     """Frozen CLIP heads on cached features: class embeddings T(c_k + p), logits s <x, T(c_k + p)>."""
 

@@ -6,6 +6,8 @@ itself) and a prompt; each counts its passes through the model's :class:`~stages
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -56,15 +58,32 @@ def vote(logits: torch.Tensor) -> int:
     return int(torch.where(best, probs.sum(0), torch.full_like(votes, -1.0)).argmax())
 
 
-def score_views(model: PromptedCLIP, views: torch.Tensor, prompt: torch.Tensor, rho: float, n_perturbations: int,
-                gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(logits (V, C), entropy (V,), sharpness (V,)) of one image's views: 1 + R text forwards, no backward."""
+@dataclass(frozen=True)
+class PromptHeads:
+    """Class embeddings at a prompt (C, d) and at R prompt perturbations (R, C, d), computed once and shared."""
+
+    base: torch.Tensor
+    perturbed: torch.Tensor
+    eps: torch.Tensor
+
+
+def shared_heads(model: PromptedCLIP, prompt: torch.Tensor, rho: float, n_perturbations: int,
+                 gen: torch.Generator) -> PromptHeads:
+    """The prompt's and its R random perturbations' class embeddings, once for all test images: 1 + R text
+    forwards in all (FGA: the perturbed text embeddings do not depend on the test image)."""
+    with torch.no_grad():
+        eps = random_perturbations(n_perturbations, prompt.shape[-1], rho, gen)
+        return PromptHeads(model.class_embeddings(prompt), model.class_embeddings(prompt + eps), eps)
+
+
+def score_views(model: PromptedCLIP, views: torch.Tensor,
+                heads: PromptHeads) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(logits (V, C), entropy (V,), sharpness (V,)) of one image's views against the shared heads: image-side
+    products only, no text forward and no backward."""
     emb = model.counter.read_views(views)
     with torch.no_grad():
-        logits = model.logits(emb, prompt)
-        eps = random_perturbations(n_perturbations, prompt.shape[-1], rho, gen)
-        class_emb = model.class_embeddings(prompt + eps)  # (R, C, d)
-        perturbed = model.scale * torch.einsum("vd,rcd->rvc", emb, class_emb)
+        logits = model.scale * emb @ heads.base.T
+        perturbed = model.scale * torch.einsum("vd,rcd->rvc", emb, heads.perturbed)
     return logits, entropy(logits), view_sharpness(logits, perturbed)
 
 

@@ -4,7 +4,7 @@ Corruptions act on the 28 x 28 grey image in [0, 1] (kinds and severities in the
 ImageNet-C, Hendrycks & Dietterich 2019); the image is then upscaled to the encoder's size and
 turned to RGB (as biocap feeds EfficientNet-Lite0), and each test image gets ``n_views`` views:
 view 0 is the image itself, the others random resized crops with random horizontal flips (TPT's
-augmentation, Shu et al. 2022, §3.2).
+augmentation, Shu et al. 2022, §3.2) and small random shifts; the crop range is chosen on validation shifts.
 """
 
 from __future__ import annotations
@@ -86,9 +86,10 @@ def to_rgb(x: torch.Tensor, size: int) -> np.ndarray:
     return (up * 255).round().to(torch.uint8).repeat(1, 3, 1, 1).permute(0, 2, 3, 1).numpy()
 
 
-def augmented_views(x: torch.Tensor, n_views: int, scale: tuple[float, float],
-                    gen: torch.Generator) -> torch.Tensor:
-    """(n, 1, h, w) -> (n, n_views, 1, h, w): view 0 the image, the rest random resized crops + flips."""
+def augmented_views(x: torch.Tensor, n_views: int, scale: tuple[float, float], gen: torch.Generator,
+                    max_shift: int = 0, flip: bool = True) -> torch.Tensor:
+    """(n, 1, h, w) -> (n, n_views, 1, h, w): view 0 the image, the rest random resized crops of area fraction in
+    ``scale``, shifted by up to ``max_shift`` pixels (edges replicated) and flipped at random if ``flip``."""
     n, _, h, w = x.shape
     views = [x]
     for _ in range(n_views - 1):
@@ -100,6 +101,11 @@ def augmented_views(x: torch.Tensor, n_views: int, scale: tuple[float, float],
             r = int(torch.randint(0, h - s + 1, (1,), generator=gen))
             c = int(torch.randint(0, w - s + 1, (1,), generator=gen))
             crop = F.interpolate(x[i:i + 1, :, r:r + s, c:c + s], size=(h, w), mode="bilinear", align_corners=False)
-            out[i] = crop[0].flip(-1) if bool(torch.rand(1, generator=gen) < 0.5) else crop[0]
+            if max_shift:
+                dr, dc = (int(v) for v in torch.randint(-max_shift, max_shift + 1, (2,), generator=gen))
+                crop = F.pad(crop, (max_shift,) * 4, mode="replicate")[
+                    :, :, max_shift + dr:max_shift + dr + h, max_shift + dc:max_shift + dc + w]
+            flipped = flip and bool(torch.rand(1, generator=gen) < 0.5)
+            out[i] = crop[0].flip(-1) if flipped else crop[0]
         views.append(out)
     return torch.stack(views, dim=1)

@@ -72,7 +72,8 @@ def run(cfg: ViewsInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         part = splits[splits.role == role]
         gen = torch.Generator().manual_seed(derive_seed(ctx.seed, PAPER, "views", role, kind, severity))
         x = corrupt(source[part.source.iloc[0]][part["index"].to_numpy()], kind, severity, gen)
-        views = augmented_views(x, n_views, (v.crop_scale[0], v.crop_scale[1]), gen)  # (n, V, 1, h, w)
+        views = augmented_views(x, n_views, (v.crop_scale[0], v.crop_scale[1]), gen, v.max_shift,
+                                v.flip)  # (n, V, 1, h, w)
         n = len(part)
         rgb = to_rgb(views.reshape(n * n_views, *views.shape[2:]), c.image_size)
         emb = embed(rgb, f"encode {role} {kind} {severity}").reshape(n, n_views, -1)

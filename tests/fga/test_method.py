@@ -15,6 +15,7 @@ from stages.fga.sapt import (
     prompt_sharpness,
     sam_perturbation,
     sapt_gradient,
+    text_passes,
 )
 from stages.fga.selection import (
     entropy,
@@ -22,6 +23,7 @@ from stages.fga.selection import (
     score_views,
     select_views,
     selection_scores,
+    shared_heads,
     single_view_predict,
     tpt_predict,
     view_sharpness,
@@ -93,13 +95,14 @@ def test_the_sharpness_score_is_zero_for_a_constant_model():
     emb = torch.nn.functional.normalize(torch.randn(3, 4), dim=-1)
     model = PromptedCLIP(Constant(emb), torch.randn(3, 6), 10.0)
     views = torch.nn.functional.normalize(torch.randn(5, 4), dim=-1)
-    _, _, sharp = score_views(model, views, torch.zeros(6), 0.5, 4, torch.Generator().manual_seed(0))
+    heads = shared_heads(model, torch.zeros(6), 0.5, 4, torch.Generator().manual_seed(0))
+    _, _, sharp = score_views(model, views, heads)
     assert torch.allclose(sharp, torch.zeros(5), atol=1e-6)  # einsum vs matmul rounding only
     logits = torch.randn(5, 3)
     assert torch.equal(view_sharpness(logits, logits.expand(3, 5, 3)), torch.zeros(5))
     # and a model that does move under the perturbation scores > 0 on average
     real = tiny_model()
-    _, _, sharp = score_views(real, views, torch.zeros(6), 0.5, 8, torch.Generator().manual_seed(0))
+    _, _, sharp = score_views(real, views, shared_heads(real, torch.zeros(6), 0.5, 8, torch.Generator().manual_seed(0)))
     assert float(sharp.mean()) > 0
 
 
@@ -147,8 +150,12 @@ def test_the_pass_counter_counts_each_method_on_a_tiny_case():
     zero_predict(tiny_model(c), views, torch.zeros(6), 2)
     assert c.snapshot() == {"image_forward": 5, "text_forward": 1, "text_backward": 0}
     c = PassCounter()
-    score_views(tiny_model(c), views, torch.zeros(6), 0.1, 3, torch.Generator().manual_seed(0))
-    assert c.snapshot() == {"image_forward": 5, "text_forward": 1 + 3, "text_backward": 0}
+    model = tiny_model(c)
+    heads = shared_heads(model, torch.zeros(6), 0.1, 3, torch.Generator().manual_seed(0))
+    assert c.snapshot() == {"image_forward": 0, "text_forward": 1 + 3, "text_backward": 0}   # once per prompt
+    for _ in range(4):
+        score_views(model, views, heads)
+    assert c.snapshot() == {"image_forward": 4 * 5, "text_forward": 1 + 3, "text_backward": 0}  # none per image
     c = PassCounter()
     tpt_predict(tiny_model(c), views, nn.Parameter(torch.zeros(6)), 2, 0.1)
     # views scored, kept views forward with grad, final prediction: 3 text forwards, 1 backward
@@ -190,3 +197,29 @@ def test_tpts_step_lowers_the_entropy_of_the_mean_prediction():
     with torch.no_grad():
         expected = int(model.logits(views[:1], prompt.detach() - 0.05 * grad).argmax(-1)[0])
     assert tpt_predict(model, views, prompt, 10, 0.05) == expected
+
+
+def test_the_shared_perturbations_are_used_for_every_image():
+    model = tiny_model()
+    prompt = torch.randn(6, generator=torch.Generator().manual_seed(4))
+    heads = shared_heads(model, prompt, 0.3, 5, torch.Generator().manual_seed(0))
+    assert torch.allclose(heads.eps.norm(dim=1), torch.full((5,), 0.3))          # R perturbations of norm rho
+    with torch.no_grad():                                                         # the heads are T(c + p + eps_r)
+        assert torch.allclose(heads.perturbed, model.class_embeddings(prompt + heads.eps))
+        assert torch.allclose(heads.base, model.class_embeddings(prompt))
+    views = torch.nn.functional.normalize(torch.randn(2, 7, 4, generator=torch.Generator().manual_seed(1)), dim=-1)
+    # every image is scored against the same perturbations: the sharpness of a view does not depend on which image
+    # (or in which order) it is scored, and equals the hand formula against the shared heads
+    a = score_views(model, views[0], heads)[2]
+    b = score_views(model, views[1], heads)[2]
+    again = score_views(model, views[0], heads)[2]
+    assert torch.equal(a, again) and not torch.equal(a, b)
+    logits = model.scale * views[0] @ heads.base.T
+    pert = model.scale * torch.einsum("vd,rcd->rvc", views[0], heads.perturbed)
+    assert torch.allclose(a, view_sharpness(logits, pert))
+
+
+def test_text_passes_count_a_backward_as_two_forwards():
+    assert text_passes({"image_forward": 16, "text_forward": 3, "text_backward": 1}) == 5
+    # FGA's 1 + 8 shared forwards spread over 900 test images against TPT's 3 forwards + 1 backward per image
+    assert text_passes({"image_forward": 16, "text_forward": 9 / 900, "text_backward": 0}) / 5 == pytest.approx(0.002)

@@ -25,3 +25,16 @@ def test_views_keep_the_image_as_view_zero_and_rgb_upscaling():
     rgb = to_rgb(x, 64)
     assert rgb.shape == (3, 64, 64, 3) and rgb.dtype == np.uint8
     assert (rgb[..., 0] == rgb[..., 2]).all()
+
+
+def test_views_shift_by_at_most_max_shift_and_keep_the_object():
+    x = torch.zeros(2, 1, 28, 28)
+    x[:, :, 10:18, 10:18] = 1.0                                    # a bright square in the middle
+    v = augmented_views(x, 9, (1.0, 1.0), torch.Generator().manual_seed(3), max_shift=2, flip=False)
+    for view in v[:, 1:].reshape(-1, 28, 28):
+        rows, cols = torch.nonzero(view > 0.5, as_tuple=True)
+        assert abs(int(rows.min()) - 10) <= 2 and abs(int(cols.min()) - 10) <= 2     # moved by at most 2 px
+        assert float(view.sum()) == 64.0                                               # the object is whole
+    assert any(not torch.equal(view, x[0, 0]) for view in v[0, 1:, 0])                # and some views moved
+    still = augmented_views(x, 4, (1.0, 1.0), torch.Generator().manual_seed(3), max_shift=0, flip=False)
+    assert torch.equal(still[:, 1:], x.unsqueeze(1).expand(2, 3, 1, 28, 28))           # no crop, shift or flip
