@@ -1,8 +1,9 @@
 """``dvc repro`` on several cores: DVC's own stages, run as soon as their upstream stages are done.
 
 DVC runs one stage at a time. Each stage here is ``dvc --wait-for-lock repro --single-item
-<stage>``: DVC checks the stage's deps, runs its command with the repository lock released, and
-records the result in dvc.lock under the lock. So the results, dvc.lock and the cache are exactly
+<stage>`` (through ``stages.dvc_cli``: DVC with a C reader for dvc.yaml and dvc.lock): DVC checks
+the stage's deps, runs its command with the repository lock released, and records the result in
+dvc.lock under the lock. So the results, dvc.lock and the cache are exactly
 those of ``dvc repro``; only the order in time differs. A stage starts once every stage it depends
 on has finished, longest downstream chain first; after a failure no new stage starts, the running
 ones finish, and the command exits 1 naming the failed stage. Each stage's output is printed as
@@ -87,6 +88,10 @@ def load_dag(root: Path = ROOT) -> Dag:
     from dvc.repo import Repo
     from dvc.stage import PipelineStage
 
+    from stages.dvc_cli import install
+
+    install()
+
     dvcfile = Path(root).resolve() / "dvc.yaml"
     with Repo(str(root)) as repo:
         graph = repo.index.graph.subgraph(s for s in repo.index.graph
@@ -99,7 +104,7 @@ def load_dag(root: Path = ROOT) -> Dag:
 
 def dvc_stage_command(stage: str, no_run_cache: bool = False) -> list[str]:
     """The command that reproduces one stage alone (its upstream stages must be up to date)."""
-    return [str(BIN / "dvc"), "--wait-for-lock", "repro", "--single-item",
+    return [sys.executable, "-m", "stages.dvc_cli", "--wait-for-lock", "repro", "--single-item",
             *(["--no-run-cache"] if no_run_cache else []), stage]
 
 

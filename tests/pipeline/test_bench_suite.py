@@ -28,8 +28,8 @@ def test_per_paper_cost_and_projection_by_hand(tmp_path):
     junit = tmp_path / "junit.xml"
     junit.write_text(JUNIT)
     result = summarise(junit, ["alpha", "beta"])
-    # test_a hosts the shared DAG (310 s = 300 s DAG + 10 s own); growing: DAG 300 + the per-stage reruns 200 + 80 + probes 20
-    # + paper folders (10 + 10) = 620, over 2 papers
+    # test_a hosts the shared DAG (310 s = 300 s DAG + 10 s own); growing: DAG 300 + the per-stage reruns
+    # 200 + 80 + probes 20 + paper folders (10 + 10) = 620, over 2 papers
     assert result["per_paper_cost_s"] == 310.0
     assert result["projected_suite_s_at_19_papers"] == 1000.0 + 17 * 310.0
     assert result["per_folder_s"] == {"pipeline": 300.0, "flows": 40.0, "alpha": 10.0, "beta": 10.0}
