@@ -50,6 +50,23 @@ def generator_input(layout: Layout, colours: list[np.ndarray], background: np.nd
     return np.concatenate([blueprint(layout, n), uv, box_colour, hint])
 
 
+def conditions(layouts: list, images: torch.Tensor) -> torch.Tensor:
+    """The generator's condition of each (layout, image): its blueprint and the colours read off the image."""
+    n = images.shape[-1]
+    if not layouts:
+        return torch.zeros((0, N_INPUT, n, n))
+    conds = []
+    for layout, image in zip(layouts, images.numpy(), strict=True):
+        colours, background = appearance_of(image, layout)
+        conds.append(generator_input(layout, colours, background, n))
+    return torch.from_numpy(np.stack(conds))
+
+
+def mean_l1(generated: torch.Tensor, images: torch.Tensor) -> float:
+    """Mean absolute pixel error in [0, 1] units between two uint8 image stacks."""
+    return float((generated.float() - images.float()).abs().mean() / 255.0)
+
+
 def _conv(c_in: int, c_out: int) -> nn.Sequential:
     return nn.Sequential(nn.Conv2d(c_in, c_out, 3, 1, 1), nn.GroupNorm(1, c_out), nn.SiLU(),
                          nn.Conv2d(c_out, c_out, 3, 1, 1), nn.GroupNorm(1, c_out), nn.SiLU())

@@ -17,10 +17,10 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.detection_debias.blueprint_generator import (
     BlueprintGenerator,
-    appearance_of,
     class_balanced_weights,
+    conditions,
     generate,
-    generator_input,
+    mean_l1,
     train_generator,
 )
 from stages.detection_debias.config import PAPER, GeneratorInputs, load_generator
@@ -34,23 +34,6 @@ class Paths:
     images: Path = inp("images")
     generator: Path = out("safetensors: the generator's weights")
     generator_log: Path = out("JSON: training L1 curve, validation L1 of the generator and of its untrained start")
-
-
-def conditions(layouts: list, images: torch.Tensor) -> torch.Tensor:
-    """The generator's condition of each (layout, image): its blueprint and the colours read off the image."""
-    n = images.shape[-1]
-    if not layouts:
-        return torch.zeros((0, 11, n, n))
-    conds = []
-    for layout, image in zip(layouts, images.numpy(), strict=True):
-        colours, background = appearance_of(image, layout)
-        conds.append(generator_input(layout, colours, background, n))
-    return torch.from_numpy(np.stack(conds))
-
-
-def mean_l1(generated: torch.Tensor, images: torch.Tensor) -> float:
-    """Mean absolute pixel error in [0, 1] units between two uint8 image stacks."""
-    return float((generated.float() - images.float()).abs().mean() / 255.0)
 
 
 def run(cfg: GeneratorInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:

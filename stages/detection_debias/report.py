@@ -240,8 +240,7 @@ def plot_samples(objects: pd.DataFrame, images_path: Path, generator_path: Path,
     import torch
 
     from stages.core.io import load_safetensors
-    from stages.detection_debias.blueprint_generator import BlueprintGenerator, generate
-    from stages.detection_debias.generator import conditions
+    from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
     from stages.detection_debias.io import layouts_of, read_images
     from stages.detection_debias.scenes import blueprint
 
@@ -323,6 +322,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  earlier_verdict=earlier_verdict, earlier_rows=earlier_rows, earlier=cfg.earlier_rule,
                  gpilot=cfg.generator_pilot, acc=acc, generator_log=generator_log,
                  gen_gap=gen_gap,
+                 metrics_test_map_rs_procedural=overall_map(ap, "rs_procedural", "test", n_seeds),
                  div=div, gate_margin=gate_margin, checks={c.name: c for c in cfg.verdict.checks})
     return {"verdict": claim.verdict}
 

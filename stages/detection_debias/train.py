@@ -19,12 +19,11 @@ from stages.core.io import load_safetensors, save_safetensors, write_json, write
 from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.detection_debias.blueprint_generator import BlueprintGenerator, generate
+from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
 from stages.detection_debias.coco_map import evaluate_detections
 from stages.detection_debias.config import ARMS, GENERATED_ARMS, PAPER, TrainInputs, load_train
 from stages.detection_debias.detector import detect, targets, train_detector
 from stages.detection_debias.expectations import ap_suite
-from stages.detection_debias.generator import conditions
 from stages.detection_debias.io import ground_truth, layouts_of, load_detector, read_images, read_layouts, read_objects
 from stages.detection_debias.scenes import CLASSES, dress, render
 
