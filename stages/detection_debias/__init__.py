@@ -7,7 +7,7 @@ probability ∝ (RS + eps)^-tau, in the paper rendered by a blueprint-conditione
 under-represented groups. The miniature: procedural 48 x 48 scenes of four shape classes with planted biases (a rare
 class, rare large objects, a rare position, and a frequent but low-diversity group), a small CenterNet-style detector
 trained here, COCO mAP per group with pycocotools, and four arms at one synthetic budget (none, reused layouts,
-inverse-frequency layouts, RS-guided layouts), with synthetic images drawn by the procedural renderer (the upper
-bound of a layout-to-image generator). No learned blueprint generator exists here, so the generative alignment term
-is dropped; the blueprint renderer (``scenes.blueprint``) is tested but no arm uses it.
+inverse-frequency layouts, RS-guided layouts) whose synthetic images a blueprint-conditioned generator trained here
+on the training scenes draws (``blueprint_generator``), plus the RS layouts through the procedural renderer (the
+generator's upper bound). The generative alignment term is dropped (see the report).
 """

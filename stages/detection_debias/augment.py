@@ -1,13 +1,12 @@
 """New layouts at one synthetic budget: reused training layouts, or fresh layouts whose objects' groups are drawn
-from a sampler's group probabilities (inverse frequency or RS-guided), and their images."""
+from a sampler's group probabilities (inverse frequency or RS-guided)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
 
-from stages.detection_debias.scenes import Bins, dress, layout_from_groups, render
+from stages.detection_debias.scenes import Bins, layout_from_groups
 
 Layout = list[tuple[int, tuple[int, int, int, int]]]
 
@@ -32,10 +31,3 @@ def layouts_table(layouts: list[Layout], bins: Bins, **keys: object) -> pd.DataF
     rows = [{**keys, "image": i, "cls": c, "x0": b[0], "y0": b[1], "x1": b[2], "y1": b[3],
              "group": bins.group_of_box(c, b)} for i, layout in enumerate(layouts) for c, b in layout]
     return pd.DataFrame(rows, columns=[*keys, "image", "cls", "x0", "y0", "x1", "y1", "group"])
-
-
-def render_layouts(bins: Bins, layouts: list[Layout], gen: np.random.Generator) -> torch.Tensor:
-    """Images of layouts through the procedural renderer, each with a fresh appearance (the generator's upper bound)."""
-    if not layouts:
-        return torch.zeros((0, 3, bins.image_size, bins.image_size), dtype=torch.uint8)
-    return torch.from_numpy(np.stack([render(dress(bins, layout, gen), bins.image_size) for layout in layouts]))

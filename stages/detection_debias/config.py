@@ -14,11 +14,15 @@ from stages.core.verdict import VerdictRule
 from stages.detection_debias.scenes import CLASSES, Bins, Plants
 
 PAPER = "detection_debias"
-ARMS = ("none", "reused", "inverse_frequency", "rs")
+ARMS = ("none", "reused", "inverse_frequency", "rs", "rs_procedural")
+# the augmentation arms whose synthetic images the learned generator draws; rs_procedural renders the rs layouts
+# with the procedural renderer (the generator's upper bound)
+GENERATED_ARMS = ("reused", "inverse_frequency", "rs")
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict check may use
 METRICS = (
     "baseline_gap_unplanted_minus_underrep",
     "baseline_map",
+    "generated_layout_map_ratio",
     "rs_lowdiv_rank_drop",
     "rs_minus_invfreq_lowdiv",
     "rs_minus_invfreq_overall",
@@ -91,6 +95,17 @@ class DetectorConfig(Section):
     trainer: TrainerConfig
 
 
+class GeneratorConfig(Section):
+    """The blueprint-conditioned generator and its training (L1 reconstruction on the training scenes only)."""
+
+    width: int = Field(ge=2, le=64)
+    lr: float = Field(gt=0, le=1)
+    batch_size: int = Field(ge=2)
+    steps: int = Field(ge=1)
+    log_every: int = Field(ge=1)
+    max_threads: MaxThreads
+
+
 class AugmentConfig(Section):
     """The representation score and the layout samplers at one equal synthetic budget."""
 
@@ -110,11 +125,19 @@ class BaselineInputs(Section):
     augment: AugmentConfig
 
 
+class GeneratorInputs(Section):
+    """The generator step: the generator and the scenes."""
+
+    generator: GeneratorConfig
+    data: DataConfig
+
+
 class TrainInputs(Section):
-    """The train step: the detector and the scene bins."""
+    """The train step: the detector, the generator's width and the scene bins."""
 
     detector: DetectorConfig
     data: DataConfig
+    generator: GeneratorConfig
 
 
 class PilotRecord(Section):
@@ -134,12 +157,42 @@ class PilotRecord(Section):
     minutes_three_arms: float = Field(gt=0)
 
 
+class GeneratorPilot(Section):
+    """The pilot that sized the generator, the shorter detector training and the revised rule (validation scenes
+    of the separate pilot data set, one seed); quoted by the report."""
+
+    seed: int
+    generator_steps: int = Field(ge=1)
+    generator_width: int = Field(ge=1)
+    detector_steps: int = Field(ge=1)
+    detector_batch_size: int = Field(ge=1)
+    val_l1: float
+    val_map_generated_layouts: float
+    val_map_procedural: float
+    val_map: dict[str, float]
+    val_low_diversity: dict[str, float]
+    val_under_represented: dict[str, float]
+    minutes_generator: float = Field(gt=0)
+    minutes_per_detector: float = Field(gt=0)
+
+
 class ProvisionalRule(Section):
     """A rule committed before the pilot and replaced before any default result (the report's Rule history)."""
 
     commit: str = Field(min_length=7)
     gates: list[str] = Field(min_length=1)
     verdict: VerdictRule
+
+
+class EarlierRule(Section):
+    """A rule under which a default run was made and reported, replaced since (the report's Rule history): its
+    commit, its verdict block, what that run's synthetic images were and the verdict it reached (a record)."""
+
+    commit: str = Field(min_length=7)
+    gates: list[str] = Field(min_length=1)
+    verdict: VerdictRule
+    run: str = Field(min_length=1)
+    result: str = Field(min_length=1)
 
 
 class ReportInputs(Section):
@@ -151,14 +204,19 @@ class ReportInputs(Section):
     data: DataConfig
     detector: DetectorConfig
     augment: AugmentConfig
+    generator: GeneratorConfig
     pilot: PilotRecord
+    generator_pilot: GeneratorPilot
     provisional_rule: ProvisionalRule
+    earlier_rule: EarlierRule
 
 
 class _Report(Section):
     gates: list[str] = Field(min_length=1)
     pilot: PilotRecord
+    generator_pilot: GeneratorPilot
     provisional_rule: ProvisionalRule
+    earlier_rule: EarlierRule
 
 
 def load_data(params: Path) -> DataConfig:
@@ -172,19 +230,27 @@ def load_baseline(params: Path) -> BaselineInputs:
                           augment=load_section(AugmentConfig, f"{PAPER}.augment", params))
 
 
+def load_generator(params: Path) -> GeneratorInputs:
+    """``detection_debias.generator`` and ``.data``."""
+    return GeneratorInputs(generator=load_section(GeneratorConfig, f"{PAPER}.generator", params),
+                           data=load_data(params))
+
+
 def load_train(params: Path) -> TrainInputs:
-    """``detection_debias.detector`` and ``.data``."""
-    return TrainInputs(detector=load_section(DetectorConfig, f"{PAPER}.detector", params), data=load_data(params))
+    """``detection_debias.detector``, ``.data`` and ``.generator``."""
+    return TrainInputs(detector=load_section(DetectorConfig, f"{PAPER}.detector", params), data=load_data(params),
+                       generator=load_section(GeneratorConfig, f"{PAPER}.generator", params))
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``detection_debias.verdict``, ``.report.gates``, ``.data``, ``.detector`` and ``.augment``."""
+    """``detection_debias.verdict``, ``.report``, ``.data``, ``.detector``, ``.augment`` and ``.generator``."""
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
     report = load_section(_Report, f"{PAPER}.report", params)
     gates = report.gates
-    old = report.provisional_rule
-    if [g for g in old.gates if g not in {c.name for c in old.verdict.checks}]:
-        raise ConfigError(f"{PAPER}.report.provisional_rule.gates: must be checks of its verdict")
+    for key in ("provisional_rule", "earlier_rule"):
+        old = getattr(report, key)
+        if [g for g in old.gates if g not in {c.name for c in old.verdict.checks}]:
+            raise ConfigError(f"{PAPER}.report.{key}.gates: must be checks of its verdict")
     names = {c.name for c in verdict.checks}
     missing = [g for g in gates if g not in names]
     if missing:
@@ -194,4 +260,6 @@ def load_report(params: Path) -> ReportInputs:
     return ReportInputs(verdict=verdict, gates=gates, data=load_data(params),
                         detector=load_section(DetectorConfig, f"{PAPER}.detector", params),
                         augment=load_section(AugmentConfig, f"{PAPER}.augment", params),
-                        pilot=report.pilot, provisional_rule=old)
+                        generator=load_section(GeneratorConfig, f"{PAPER}.generator", params),
+                        pilot=report.pilot, generator_pilot=report.generator_pilot,
+                        provisional_rule=report.provisional_rule, earlier_rule=report.earlier_rule)

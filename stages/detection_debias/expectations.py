@@ -8,7 +8,7 @@ from stages.detection_debias.scenes import CLASSES
 
 SPLITS = ["train", "val", "test"]
 SYNTHETIC_ARMS = ["reused", "inverse_frequency", "rs"]
-ALL_ARMS = ["none", *SYNTHETIC_ARMS]
+ALL_ARMS = ["none", *SYNTHETIC_ARMS, "rs_procedural"]
 
 
 def _box_columns(image_size: int) -> list[Any]:

@@ -20,7 +20,7 @@ from stages.detection_debias.families import families, family_map, overall_map
 from stages.detection_debias.io import read_groups, read_layouts, read_objects
 from stages.detection_debias.representation import percentile_rank
 
-TIMED_STEPS = ("data", "baseline", "train")
+TIMED_STEPS = ("data", "generator", "baseline", "train")
 FAMILY_ORDER = ("under_represented", "rare_class", "large", "low_diversity", "rare_position", "small", "unplanted")
 CARD = PaperCard(
     paper=PAPER,
@@ -40,15 +40,29 @@ class Paths(ReportPaths):
     ap: Path = inp("COCO AP per (seed, arm, split, group)")
     groups: Path = inp("per-group RS and sampler probabilities")
     baseline_log: Path = inp("baseline training losses")
-    training: Path = inp("augmented arms' training losses")
+    training: Path = inp("augmented arms' training losses; the generator's layout accuracy per seed")
+    generator_log: Path = inp("the generator's training curve and validation L1")
+    generator: Path = inp("the generator (sample images for a figure)")
+    images: Path = inp("images (the real scenes beside the generated ones)")
     objects: Path = inp("objects of every scene (test-set object counts per group)")
     layouts: Path = inp("synthetic layouts per (seed, arm) (synthetic object counts)")
 
 
+def layout_accuracy(accuracy: list[dict[str, Any]], split: str, n_seeds: int) -> dict[str, list[float]]:
+    """Per seed: the baseline detector's mAP on images generated from a split's layouts, on the split's real
+    (procedural) images, and their ratio (the generator's layout accuracy against its upper bound)."""
+    by = {r["seed_index"]: r for r in accuracy if r["split"] == split}
+    gen = [float(by[s]["generated"]) if s in by else float("nan") for s in range(n_seeds)]
+    proc = [float(by[s]["procedural"]) if s in by else float("nan") for s in range(n_seeds)]
+    ratio = [g / p if p > 0 else float("nan") for g, p in zip(gen, proc, strict=True)]
+    return {"generated": gen, "procedural": proc, "ratio": ratio}
+
+
 def verdict_metrics(ap: pd.DataFrame, groups: pd.DataFrame, fam: dict[str, list[int]],
-                    n_seeds: int) -> dict[str, list[float]]:
+                    n_seeds: int, accuracy: list[dict[str, Any]]) -> dict[str, list[float]]:
     """Per-seed verdict metrics on the test split: gates (baseline competence, the planted gap) and claims (RS's
-    diagnosis of the low-diversity groups; RS-guided minus inverse-frequency layouts on the low-diversity groups,
+    diagnosis of the low-diversity groups; the generator's layout accuracy against the procedural renderer; RS-guided
+    minus inverse-frequency layouts on the low-diversity groups,
     all under-represented groups and overall; RS-guided over no augmentation on the under-represented groups).
     The diagnosis is the drop of the low-diversity groups' percentile rank among all groups from the frequency term
     to RS (0 for a score that ignores diversity)."""
@@ -59,6 +73,7 @@ def verdict_metrics(ap: pd.DataFrame, groups: pd.DataFrame, fam: dict[str, list[
                                          fam["low_diversity"]) for s in range(n_seeds)]) for k in ("rs", "frequency")}
     return {
         "baseline_map": overall["none"].tolist(),
+        "generated_layout_map_ratio": layout_accuracy(accuracy, "test", n_seeds)["ratio"],
         "baseline_gap_unplanted_minus_underrep": (fm["none", "unplanted"] - fm["none", "under_represented"]).tolist(),
         "rs_lowdiv_rank_drop": (rank["frequency"] - rank["rs"]).tolist(),
         "rs_minus_invfreq_lowdiv": (fm["rs", "low_diversity"] - fm["inverse_frequency", "low_diversity"]).tolist(),
@@ -88,10 +103,10 @@ def power_with_t(rows: list[dict[str, Any]], per_seed: dict[str, list[float]],
     return out
 
 
-def rule_history(cfg: ReportInputs, per_seed: dict[str, list[float]], rank_rs: list[float], n_seeds: int,
+def rule_history(old: Any, per_seed: dict[str, list[float]], rank_rs: list[float], n_seeds: int,
                  profile: str, timings: dict[str, float]) -> tuple[str, list[dict[str, str]]]:
-    """The provisional rule (before the pilot) applied to this run: its verdict and each check's status."""
-    old = cfg.provisional_rule
+    """An earlier rule (the provisional one, or the one of the earlier default run) applied to this run: its
+    verdict and each check's status."""
     measured = {**per_seed, "rs_lowdiv_rank": rank_rs}
     raw = decide_claim(CARD, old.verdict, measured, seeds=list(range(n_seeds)), profile=profile, timings=timings)
     claim = gated_verdict(raw, old.gates)
@@ -218,27 +233,57 @@ def plot_losses(log: list[dict[str, Any]], training: list[dict[str, Any]], path:
         ax.legend(fontsize=8)
 
 
+def plot_samples(objects: pd.DataFrame, images_path: Path, generator_path: Path, width: int, image_size: int,
+                 path: Path, n: int = 8) -> None:
+    """The first validation scenes (top row), the generator's images of the same layouts and colours (middle) and
+    their blueprints (bottom)."""
+    import torch
+
+    from stages.core.io import load_safetensors
+    from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
+    from stages.detection_debias.io import layouts_of, read_images
+    from stages.detection_debias.scenes import blueprint
+
+    images = read_images(images_path, int(objects.image.max()) + 1, image_size)
+    ids = np.sort(objects[objects.split == "val"].image.unique())[:n]
+    layouts = [layouts_of(objects)[int(i)] for i in ids]
+    model = BlueprintGenerator(width)
+    model.load_state_dict(load_safetensors(generator_path))
+    gen = generate(model, conditions(layouts, images[ids]))
+    bp = torch.from_numpy((np.stack([blueprint(lay, image_size) for lay in layouts]) * 255).astype(np.uint8))
+    rows = [torch.cat(list(x), 2) for x in (images[ids], gen, bp)]
+    with figure(path, figsize=(1.2 * len(ids), 3.8)) as (_, ax):
+        ax.imshow(torch.cat(rows, 1).permute(1, 2, 0).numpy(), interpolation="nearest")
+        ax.set_yticks([image_size * (k + 0.5) for k in range(3)], ["real", "generated", "blueprint"])
+        ax.set_xticks([])
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict and write the report."""
     bins = cfg.data.bins()
     ap = read_parquet(paths.ap, ["seed_index", "arm", "split", "group", "ap"])
     validate_table(ap, f"{PAPER}.ap", ap_suite(len(ap), bins.n_groups))
     groups = read_groups(paths.groups, bins.n_groups)
-    log, training = read_json(paths.baseline_log), read_json(paths.training)
+    log, training_log = read_json(paths.baseline_log), read_json(paths.training)
+    training, accuracy = training_log["arms"], training_log["layout_accuracy"]
+    generator_log = read_json(paths.generator_log)
     n_seeds = int(ap.seed_index.max()) + 1
     objects, layouts = read_objects(paths.objects, bins), read_layouts(paths.layouts, bins, n_seeds)
     d = cfg.data
     fam = families(bins, d.rare_class, d.rare_position_class, d.low_diversity_class, d.low_diversity_size)
     names = {g: bins.name(g) for g in range(bins.n_groups)}
     timings = read_timings(paths.timings, TIMED_STEPS)
-    per_seed = verdict_metrics(ap, groups, fam, n_seeds)
+    per_seed = verdict_metrics(ap, groups, fam, n_seeds, accuracy)
+    acc = {split: layout_accuracy(accuracy, split, n_seeds) for split in ("val", "test")}
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.gates)
     rank = {k: [percentile_rank(groups[groups.seed_index == s].sort_values("group")[k].to_numpy(), fam["low_diversity"])
                 for s in range(n_seeds)] for k in ("rs", "frequency")}
     p_low = {k: [float(groups[(groups.seed_index == s) & groups.group.isin(fam["low_diversity"])][k].sum())
                  for s in range(n_seeds)] for k in ("p_inverse_frequency", "p_rs")}
-    old_verdict, old_rows = rule_history(cfg, per_seed, rank["rs"], n_seeds, ctx.profile, timings)
+    old_verdict, old_rows = rule_history(cfg.provisional_rule, per_seed, rank["rs"], n_seeds, ctx.profile, timings)
+    earlier_verdict, earlier_rows = rule_history(cfg.earlier_rule, per_seed, rank["rs"], n_seeds, ctx.profile,
+                                                 timings)
     conf = confounds(ap, groups, objects, layouts, fam, [bins.parts(g)[1] for g in range(bins.n_groups)], n_seeds)
     g_mean = groups.groupby("group").mean(numeric_only=True)
     medium = [g for g in range(bins.n_groups) if g in fam["low_diversity"] or bins.parts(g)[1] == bins.parts(
@@ -247,16 +292,25 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     div = {k: {"low": float(g_mean.loc[fam["low_diversity"], k].mean()) if fam["low_diversity"] else float("nan"),
                "other": float(g_mean.loc[other_medium, k].mean()) if other_medium else float("nan")}
            for k in ("d_vis_norm", "d_ctx_norm")}
+    gen_gap = {f: per_seed_text((np.array(family_map(ap, fam[f], "rs_procedural", "test", n_seeds))
+                                 - np.array(family_map(ap, fam[f], "rs", "test", n_seeds))).tolist())
+               for f in ("under_represented", "low_diversity")}
+    gen_gap["overall"] = per_seed_text((np.array(overall_map(ap, "rs_procedural", "test", n_seeds))
+                                        - np.array(overall_map(ap, "rs", "test", n_seeds))).tolist())
     gate_margin = {c.name: float(np.mean(per_seed[c.metric])) - c.threshold for c in cfg.verdict.checks}
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_families(ap, fam, n_seeds, paths.plots / "family_map.png")
     plot_scores(groups, fam, paths.plots / "rs_vs_frequency.png")
     plot_losses(log, training, paths.plots / "losses.png")
+    plot_samples(objects, paths.images, paths.generator, cfg.generator.width, bins.image_size,
+                 paths.plots / "generated_samples.png")
     fam_test = {arm: {f: family_map(ap, fam[f], arm, "test", n_seeds) for f in FAMILY_ORDER} for arm in ARMS}
     metrics = {"per_seed": per_seed, "verdict": claim.verdict,
                "test_map": {arm: overall_map(ap, arm, "test", n_seeds) for arm in ARMS},
                "val_map": {arm: overall_map(ap, arm, "val", n_seeds) for arm in ARMS},
-               "test_family_map": fam_test, "lowdiv_rank": rank, "p_lowdiv": p_low}
+               "test_family_map": fam_test, "lowdiv_rank": rank, "p_lowdiv": p_low,
+               "layout_accuracy": acc, "generator_val_l1": generator_log["val_l1"],
+               "generator_val_l1_untrained": generator_log["val_l1_untrained"]}
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, cfg=cfg, bins=bins,
                  fam={f: [names[g] for g in fam[f]] for f in fam}, n_groups=bins.n_groups,
                  test_rows=results_table(ap, fam, "test", n_seeds), val_rows=results_table(ap, fam, "val", n_seeds),
@@ -265,6 +319,10 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  power_rows=power_with_t(seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}),
                                          per_seed, {c.name: c.metric for c in cfg.verdict.checks}),
                  old_verdict=old_verdict, old_rows=old_rows, old=cfg.provisional_rule, pilot=cfg.pilot, conf=conf,
+                 earlier_verdict=earlier_verdict, earlier_rows=earlier_rows, earlier=cfg.earlier_rule,
+                 gpilot=cfg.generator_pilot, acc=acc, generator_log=generator_log,
+                 gen_gap=gen_gap,
+                 metrics_test_map_rs_procedural=overall_map(ap, "rs_procedural", "test", n_seeds),
                  div=div, gate_margin=gate_margin, checks={c.name: c for c in cfg.verdict.checks})
     return {"verdict": claim.verdict}
 

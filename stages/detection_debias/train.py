@@ -1,6 +1,8 @@
 """Step ``train``: per seed and augmentation arm, a detector trained from the same initialisation for the same
-steps on the training set plus the arm's synthetic images; then COCO AP (overall and per group) of every arm,
-the baseline included, on the validation and test scenes."""
+steps on the training set plus the arm's synthetic images (drawn by the learned generator; the rs_procedural arm
+renders the rs layouts procedurally); then COCO AP (overall and per group) of every arm, the baseline included, on
+the validation and test scenes; and the generator's layout accuracy: the baseline detector's mAP on images
+generated from the validation / test layouts against the same on the real (procedural) images."""
 
 from __future__ import annotations
 
@@ -17,13 +19,25 @@ from stages.core.io import load_safetensors, save_safetensors, write_json, write
 from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.detection_debias.augment import render_layouts
+from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
 from stages.detection_debias.coco_map import evaluate_detections
-from stages.detection_debias.config import ARMS, PAPER, TrainInputs, load_train
+from stages.detection_debias.config import ARMS, GENERATED_ARMS, PAPER, TrainInputs, load_train
 from stages.detection_debias.detector import detect, targets, train_detector
 from stages.detection_debias.expectations import ap_suite
 from stages.detection_debias.io import ground_truth, layouts_of, load_detector, read_images, read_layouts, read_objects
-from stages.detection_debias.scenes import CLASSES
+from stages.detection_debias.scenes import CLASSES, dress, render
+
+
+def synthetic_images(bins: Any, layouts: list, generator: BlueprintGenerator | None,
+                     gen: np.random.Generator) -> torch.Tensor:
+    """Images of layouts: an appearance drawn from the full distribution (``scenes.dress``) and either rendered
+    procedurally (``generator`` None, the upper bound) or named as colours in the generator's condition and drawn
+    by the generator from the blueprint."""
+    n = bins.image_size
+    if not layouts:
+        return torch.zeros((0, 3, n, n), dtype=torch.uint8)
+    procedural = torch.from_numpy(np.stack([render(dress(bins, layout, gen), n) for layout in layouts]))
+    return procedural if generator is None else generate(generator, conditions(layouts, procedural))
 
 
 @dataclass(frozen=True)
@@ -31,10 +45,12 @@ class Paths:
     objects: Path = inp("object table")
     images: Path = inp("images")
     baseline: Path = inp("baseline detectors (the none arm)")
+    generator: Path = inp("the blueprint-conditioned generator")
     layouts: Path = inp("synthetic layouts per seed and arm")
     models: Path = out("safetensors: the augmented arms' detectors per seed (seed<i>.<arm>.*)")
     ap: Path = out("COCO AP per (seed, arm, split, group); group -1 = overall mAP")
-    training: Path = out("JSON: per seed and arm, the training loss curve and the synthetic image count")
+    training: Path = out("JSON: per seed and arm, the training loss curve and the synthetic image count; per seed "
+                         "and split, the layout accuracy of generated images")
 
 
 def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -46,17 +62,29 @@ def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     images = read_images(paths.images, int(objects.image.max()) + 1, d.image_size)
     layouts = read_layouts(paths.layouts, bins, det.n_seeds)
     baseline = load_safetensors(paths.baseline)
+    generator = BlueprintGenerator(cfg.generator.width)
+    generator.load_state_dict(load_safetensors(paths.generator))
+    generator.eval()
     ids = {s: np.sort(objects[objects.split == s].image.unique()) for s in ("train", "val", "test")}
     by_image = layouts_of(objects)
     train_layouts = [by_image[int(i)] for i in ids["train"]]
     truth = {s: ground_truth(objects, ids[s]) for s in ("val", "test")}
-    weights, rows, log = {}, [], []
+    generated = {sp: generate(generator, conditions([by_image[int(i)] for i in ids[sp]], images[ids[sp]]))
+                 for sp in ("val", "test")}
+    weights, rows, log, accuracy = {}, [], [], []
     for s in range(det.n_seeds):
         models = {"none": load_detector(baseline, f"seed{s}.", det.width)}
+        for split in ("val", "test"):
+            acc = {kind: evaluate_detections(bins, len(CLASSES), truth[split],
+                                             detect(models["none"], imgs, det.top_k, det.min_score))[0]
+                   for kind, imgs in (("generated", generated[split]), ("procedural", images[ids[split]]))}
+            accuracy.append({"seed_index": s, "split": split, **acc})
         for arm in ARMS[1:]:
-            part = layouts[(layouts.seed_index == s) & (layouts.arm == arm)]
+            source = "rs" if arm == "rs_procedural" else arm
+            part = layouts[(layouts.seed_index == s) & (layouts.arm == source)]
             synth_layouts = list(layouts_of(part).values())
-            synth = render_layouts(bins, synth_layouts, rng(ctx.seed, PAPER, "appearance", arm, s))
+            synth = synthetic_images(bins, synth_layouts, generator if arm in GENERATED_ARMS else None,
+                                     rng(ctx.seed, PAPER, "appearance", source, s))
             x = torch.cat([images[ids["train"]], synth])
             tgt = targets(train_layouts + synth_layouts, len(CLASSES), d.image_size)
             model, losses = train_detector(x, tgt, len(CLASSES), det.width, det.lr, det.batch_size, det.trainer,
@@ -74,7 +102,7 @@ def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             print(f"seed {s} {arm}: test mAP {rows[-len(per_group) - 1]['ap']:.3f}", flush=True)
     ap = pd.DataFrame(rows)
     validate_table(ap, f"{PAPER}.ap", ap_suite(len(ap), bins.n_groups))
-    write_json(log, paths.training, finite=True)
+    write_json({"arms": log, "layout_accuracy": accuracy}, paths.training, finite=True)
     write_parquet(ap, paths.ap)
     save_safetensors(weights, paths.models)
     return {"n_rows": len(ap)}

@@ -21,6 +21,23 @@ def test_scenes_are_sized_per_split(smoke_repo):
     assert counts == {"train": cfg.n_train, "val": cfg.n_val, "test": cfg.n_test}
 
 
+def test_generator_step_logs_its_errors(smoke_repo):
+    paths = smoke_repo.paths(f"{PAPER}-generator")
+    cfg = smoke_repo.config(f"{PAPER}-generator")
+    log = read_json(paths.generator_log)
+    assert len(log["loss"]) == cfg.generator.steps // cfg.generator.log_every
+    assert 0 < log["val_l1"] < 1 and 0 < log["val_l1_untrained"] < 1 and log["n_train"] == cfg.data.n_train
+
+
+def test_layout_accuracy_covers_every_seed_and_split(smoke_repo):
+    training = read_json(smoke_repo.paths(f"{PAPER}-train").training)
+    n_seeds = smoke_repo.config(f"{PAPER}-train").detector.n_seeds
+    acc = training["layout_accuracy"]
+    assert sorted((r["seed_index"], r["split"]) for r in acc) == sorted(
+        (s, sp) for s in range(n_seeds) for sp in ("val", "test"))
+    assert all(0 <= r[k] <= 1 for r in acc for k in ("generated", "procedural"))
+
+
 def test_groups_and_layouts_cover_every_seed_and_arm(smoke_repo):
     paths = smoke_repo.paths(f"{PAPER}-baseline")
     cfg = smoke_repo.config(f"{PAPER}-baseline")
@@ -56,6 +73,13 @@ def test_bad_params_are_refused(tmp_path, key, value):
     params = write_params(tmp_path, **{f"{PAPER}.{key}": value})
     with pytest.raises(ConfigError, match=key.split(".")[0]):
         config.load_baseline(params)
+
+
+@pytest.mark.parametrize(("key", "value"), [("generator.steps", 0), ("generator.width", 1), ("generator.lr", 0.0)])
+def test_bad_generator_params_are_refused(tmp_path, key, value):
+    params = write_params(tmp_path, **{f"{PAPER}.{key}": value})
+    with pytest.raises(ConfigError, match=key):
+        config.load_generator(params)
 
 
 def test_a_corrupted_object_table_is_refused(smoke_repo, tmp_path):

@@ -14,15 +14,17 @@ from stages.detection_debias.report import CARD, verdict_metrics
 from tests.conftest import ROOT
 
 # per arm: (overall mAP, AP of under-represented groups other than low-diversity, AP of low-diversity, unplanted AP);
-# "rank_low": whether RS ranks the low-diversity groups lowest
+# "rank_low": whether RS ranks the low-diversity groups lowest; "layout": the baseline detector's mAP on generated
+# and on procedural images of the test layouts (the generator's layout accuracy)
 GOOD = {"none": (0.5, 0.30, 0.30, 0.60), "reused": (0.52, 0.35, 0.45, 0.6),
         "inverse_frequency": (0.55, 0.45, 0.35, 0.6),
-        "rs": (0.56, 0.47, 0.55, 0.6), "rank_low": True}
+        "rs": (0.56, 0.47, 0.55, 0.6), "rs_procedural": (0.6, 0.5, 0.6, 0.6), "rank_low": True, "layout": (0.3, 0.4)}
 BAD = {"none": (0.5, 0.45, 0.45, 0.60), "reused": (0.5, 0.45, 0.45, 0.6), "inverse_frequency": (0.55, 0.5, 0.5, 0.6),
-       "rs": (0.40, 0.40, 0.40, 0.6), "rank_low": False}
+       "rs": (0.40, 0.40, 0.40, 0.6), "rs_procedural": (0.5, 0.5, 0.5, 0.6), "rank_low": False, "layout": (0.3, 0.4)}
 MIXED = {**GOOD, "rs": (0.40, 0.47, 0.55, 0.6)}         # better on the groups, loses overall mAP
 BROKEN = {**GOOD, "none": (0.02, 0.01, 0.01, 0.03)}      # the baseline detects nothing: the gate fails
 NO_GAP = {**GOOD, "none": (0.5, 0.60, 0.60, 0.60)}       # the planted groups are not under-served: the gate fails
+BLOBS = {**GOOD, "layout": (0.01, 0.4)}                  # the generator draws nothing the detector finds: gate fails
 
 
 def fams() -> dict[str, list[int]]:
@@ -30,8 +32,8 @@ def fams() -> dict[str, list[int]]:
     return families(d.bins(), d.rare_class, d.rare_position_class, d.low_diversity_class, d.low_diversity_size)
 
 
-def made_up(seeds: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """AP rows per (seed, arm, test, group) and per-group RS carrying each seed's values."""
+def made_up(seeds: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame, list[dict]]:
+    """AP rows per (seed, arm, test, group), per-group RS and the layout accuracy carrying each seed's values."""
     fam = fams()
     n_groups = load_report(ROOT / "params.yaml").data.bins().n_groups
     ap_rows, group_rows = [], []
@@ -46,12 +48,14 @@ def made_up(seeds: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
             rs = (0.0 if seed["rank_low"] else 2.0) if g in fam["low_diversity"] else 1.0
             freq = 2.0 if g in fam["low_diversity"] else 1.0       # frequent under the frequency term
             group_rows.append({"seed_index": s, "group": g, "rs": rs, "frequency": freq})
-    return pd.DataFrame(ap_rows), pd.DataFrame(group_rows)
+    accuracy = [{"seed_index": s, "split": "test", "generated": seed["layout"][0], "procedural": seed["layout"][1]}
+                for s, seed in enumerate(seeds)]
+    return pd.DataFrame(ap_rows), pd.DataFrame(group_rows), accuracy
 
 
 def metrics_of(seeds: list[dict]) -> dict[str, list[float]]:
-    ap, groups = made_up(seeds)
-    return verdict_metrics(ap, groups, fams(), len(seeds))
+    ap, groups, accuracy = made_up(seeds)
+    return verdict_metrics(ap, groups, fams(), len(seeds), accuracy)
 
 
 def verdict_of(seeds: list[dict]) -> str:
@@ -68,6 +72,7 @@ def verdict_of(seeds: list[dict]) -> str:
     ([GOOD, BAD, GOOD], "inconclusive"),     # seeds disagree on every claim
     ([BROKEN] * 3, "inconclusive"),          # the competence gate fails: no claim is read
     ([NO_GAP] * 3, "inconclusive"),          # nothing planted to debias: no claim is read
+    ([BLOBS] * 3, "inconclusive"),           # the generator fails its layout-accuracy gate: no claim is read
     ([GOOD] * 2, "inconclusive"),            # too few seeds
 ])
 def test_each_verdict(seeds, expected):
@@ -81,6 +86,7 @@ def test_verdict_metrics_by_hand():
     n_under = len(fam["under_represented"])
     under = {arm: ((n_under - n_low) * GOOD[arm][1] + n_low * GOOD[arm][2]) / n_under for arm in ARMS}
     assert vm["baseline_map"] == [0.5]
+    assert vm["generated_layout_map_ratio"] == [pytest.approx(0.75)]
     assert vm["baseline_gap_unplanted_minus_underrep"] == [pytest.approx(0.6 - under["none"])]
     assert vm["rs_minus_invfreq_lowdiv"] == [pytest.approx(0.20)]
     assert vm["rs_minus_invfreq_underrep"] == [pytest.approx(under["rs"] - under["inverse_frequency"])]
