@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import copy
 import math
+import multiprocessing
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,28 +144,69 @@ def fit(spec: RunSpec, task: Task, cfg: TrainConfig, seed: int, max_steps: int) 
     return result
 
 
+_WORKER: dict[str, Any] = {}
+
+
+def _init_worker(tasks: dict[str, Task], noisy: dict[str, Task], cfg: TrainConfig, seed: int, folder: Path | None,
+                 max_threads: int) -> None:
+    """Per training process: the tasks, config and output folder, and its torch thread cap."""
+    cap_threads(max_threads)
+    _WORKER.update(tasks=tasks, noisy=noisy, cfg=cfg, seed=seed, folder=folder)
+
+
+def train_one(spec: RunSpec) -> tuple[dict[str, Any], list[float], list[int], list[tuple[int, float]]]:
+    """Train one run in a worker; its best-validation weights are written there. Row, losses, NFEs, val curve."""
+    w = _WORKER
+    cfg: TrainConfig = w["cfg"]
+    task = w["noisy"][spec.dataset] if spec.group == "perturbed" else w["tasks"][spec.dataset]
+    steps = getattr(cfg, spec.dataset).max_steps or cfg.trainer.max_steps
+    start, cpu = time.perf_counter(), time.process_time()
+    res = fit(spec, task, cfg, w["seed"], steps)
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if not res.diverged and w["folder"] is not None:
+        save_safetensors(dict(res.model.state_dict()), w["folder"] / f"{spec.run_id}.safetensors",
+                         metadata={"run_id": spec.run_id})
+    row = {"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
+           "n_params": n_parameters(res.model), "diverged": bool(res.diverged), "reason": res.failure,
+           "steps": len(res.losses), "step_cap": steps, "best_step": res.best_step,
+           "best_val_loss": res.best_val_loss if math.isfinite(res.best_val_loss) else math.nan,
+           "final_loss": res.losses[-1] if res.losses else math.nan,
+           "mean_train_nfe": float(sum(res.nfes) / len(res.nfes)) if res.nfes else math.nan, "wall_s": wall,
+           "cpu_s": cpu}
+    return row, res.losses, res.nfes, res.val_curve
+
+
+def train_all(specs: list[RunSpec], tasks: dict[str, Task], noisy: dict[str, Task], cfg: TrainConfig, seed: int,
+              folder: Path | None, workers: int) -> list[tuple[dict[str, Any], list[float], list[int],
+                                                               list[tuple[int, float]]]]:
+    """Every run of ``specs``, in order, over ``workers`` processes (each run is seeded on its own, so the
+    result does not depend on the number of processes)."""
+    args = (tasks, noisy, cfg, seed, folder, cfg.max_threads)
+    if workers <= 1:
+        _init_worker(*args)
+        return [train_one(s) for s in tqdm(specs, desc="denots runs")]
+    import stages.denots.train as mod  # by package name, also when this file runs as __main__ (spawn pickles by name)
+
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(workers, initializer=mod._init_worker, initargs=args) as pool:
+        return list(tqdm(pool.imap(mod.train_one, specs, chunksize=1), total=len(specs), desc="denots runs"))
+
+
+def n_workers(threads: int, max_threads: int) -> int:
+    """Training processes: the step's global thread budget divided by the per-process torch thread cap."""
+    return max(1, threads // max_threads)
+
+
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every run; write best-validation weights, the run table and the training log."""
-    cap_threads(cfg.max_threads)
     tasks = load_tasks(paths.datasets)
     noisy = {"pendulum": perturbed_task(tasks["pendulum"])} if cfg.stability is not None else {}
-    rows, logs = [], []
     with atomic_dir(paths.models) as folder:
-        for spec in tqdm(run_grid(cfg), desc="denots runs"):
-            task = noisy[spec.dataset] if spec.group == "perturbed" else tasks[spec.dataset]
-            steps = getattr(cfg, spec.dataset).max_steps or cfg.trainer.max_steps
-            res = fit(spec, task, cfg, ctx.seed, steps)
-            if not res.diverged:
-                save_safetensors(dict(res.model.state_dict()), folder / f"{spec.run_id}.safetensors",
-                                 metadata={"run_id": spec.run_id})
-            rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
-                         "n_params": n_parameters(res.model), "diverged": bool(res.diverged), "reason": res.failure,
-                         "steps": len(res.losses), "best_step": res.best_step,
-                         "best_val_loss": res.best_val_loss if math.isfinite(res.best_val_loss) else math.nan,
-                         "final_loss": res.losses[-1] if res.losses else math.nan,
-                         "mean_train_nfe": float(sum(res.nfes) / len(res.nfes)) if res.nfes else math.nan})
-            logs.append(pd.DataFrame({"run_id": spec.run_id, "step": range(1, len(res.losses) + 1),
-                                      "loss": res.losses, "nfe": res.nfes}))
+        out = train_all(run_grid(cfg), tasks, noisy, cfg, ctx.seed, folder, n_workers(ctx.threads, cfg.max_threads))
+    cap_threads(cfg.max_threads)
+    rows = [o[0] for o in out]
+    logs = [pd.DataFrame({"run_id": r["run_id"], "step": range(1, len(losses) + 1), "loss": losses, "nfe": nfes})
+            for r, losses, nfes, _ in out]
     runs = pd.DataFrame(rows)
     log = pd.concat(logs, ignore_index=True)
     validate_table(runs, f"{PAPER}.runs", runs_suite(len(runs)))

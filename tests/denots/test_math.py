@@ -160,7 +160,7 @@ def test_cde_field_is_matrix_times_control_derivative():
     torch.testing.assert_close(cde_field(g, torch.tensor([[2.0, 4.0]])), torch.tensor([[10.0, -4.0, 8.0]]))
 
 
-def test_neural_cde_baseline_runs_counts_nfe_and_ignores_time_reparametrisation():
+def test_neural_cde_baseline_runs_counts_nfe_and_backpropagates_to_every_parameter():
     torch.manual_seed(0)
     model = NeuralCDE(3, 6, 2, 8)
     values = _irregular(4, 9)
