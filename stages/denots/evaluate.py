@@ -265,7 +265,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
         row = by_id.loc[spec.run_id]
         rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
                      "n_params": int(row.n_params), "train_steps": int(row.steps), "best_step": int(row.best_step),
-                     "step_cap": int(row.step_cap), "train_wall_s": float(row.wall_s),
+                     "step_cap": int(row.step_cap), "train_wall_s": float(row.wall_s), "train_cpu_s": float(row.cpu_s),
                      "best_val_loss": float(row.best_val_loss),
                      **evaluate_run(spec, row, noisy.get(spec.dataset, tasks[spec.dataset]) if spec.group == "perturbed"
                                    else tasks[spec.dataset], inputs, paths.models)})
@@ -278,6 +278,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
                 "long_horizon": max(inputs.train.pendulum.horizons), "lrs": list(inputs.train.lrs),
                 "budget": budget_text(inputs),
                 "fixed_lr": inputs.train.lr_per_config is not None,
+                "processes": max(1, ctx.threads // inputs.train.max_threads),
                 "n_cases": {name: {s: int(t.splits[s].values.shape[0]) for s in t.splits} for name, t in tasks.items()},
                 "denots_field": inputs.train.denots_field, "description": describe(inputs),
                 "score_floors": {"pendulum": inputs.evaluate.pendulum_score_floor,
