@@ -18,10 +18,10 @@ import numpy as np
 from stages.core.io import load_safetensors
 from stages.denots.config import load_train
 from stages.denots.evaluate import score_split
+from stages.denots.fitting import n_workers, train_all
 from stages.denots.grid import RunSpec, build_model
 from stages.denots.io import load_tasks
 from stages.denots.neural_cde import base_solver
-from stages.denots.train import n_workers, train_all
 
 PILOT_SEED = 1000  # the verdict runs use the global seed (0)
 CONFIGS = ["gru_delta@1", "diagonal_ssm@1", "neural_rde@1", "neural_cde@1", "anti_feedback@1", "anti_feedback@30",
@@ -74,7 +74,7 @@ def main() -> None:
     out = train_all(specs, tasks, {}, cfg, PILOT_SEED, args.folder, min(args.workers, n_workers(2, 1)))
     wall = time.perf_counter() - start
     rows = []
-    for spec, (row, _, _, _) in zip(specs, out, strict=True):
+    for spec, (row, _, _, _, (wall_s, cpu_s)) in zip(specs, out, strict=True):
         val_r2 = float("nan")
         task = tasks[spec.dataset]
         if not row["diverged"]:
@@ -82,9 +82,8 @@ def main() -> None:
             model.load_state_dict(load_safetensors(args.folder / f"{spec.run_id}.safetensors"))
             model.eval()
             val_r2 = score_split(model, spec, task, task.splits["val"], spec.solver(base_solver(cfg)), 128)[0]
-        keep = ("run_id", "config_id", "lr", "steps", "step_cap", "best_step", "best_val_loss", "diverged", "reason",
-                "wall_s", "cpu_s")
-        rows.append({k: row[k] for k in keep} | {"val_r2": val_r2})
+        keep = ("run_id", "config_id", "lr", "steps", "step_cap", "best_step", "best_val_loss", "diverged", "reason")
+        rows.append({k: row[k] for k in keep} | {"val_r2": val_r2, "wall_s": wall_s, "cpu_s": cpu_s})
     chosen = []
     for cid in dict.fromkeys(r["config_id"] for r in rows):
         g = [r for r in rows if r["config_id"] == cid]

@@ -265,7 +265,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
         row = by_id.loc[spec.run_id]
         rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
                      "n_params": int(row.n_params), "train_steps": int(row.steps), "best_step": int(row.best_step),
-                     "step_cap": int(row.step_cap), "train_wall_s": float(row.wall_s), "train_cpu_s": float(row.cpu_s),
+                     "step_cap": int(row.step_cap),
                      "best_val_loss": float(row.best_val_loss),
                      **evaluate_run(spec, row, noisy.get(spec.dataset, tasks[spec.dataset]) if spec.group == "perturbed"
                                    else tasks[spec.dataset], inputs, paths.models)})

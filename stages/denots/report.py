@@ -324,7 +324,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                     "rtol", "seed_index", "group", "lr", "lr_chosen", "n_params",
                                                     "train_steps", "step_cap", "best_step", "val_score",
                                                     "test_score", "test_nfe", "state_rms", "end_speed_rms",
-                                                    "train_wall_s", "train_cpu_s", "diverged", "reason"])
+                                                    "diverged", "reason"])
     all_runs["name"] = all_runs.field.where(all_runs.model == "denots", all_runs.model)
     results = all_runs[all_runs.lr_chosen & (all_runs.group != "perturbed")]
     ev = read_json(paths.evaluation)
@@ -350,8 +350,6 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "max_one_ulp_change": stability["max"]}
     odes = results[results.model == "denots"]
     cap = int(results[results.dataset == "pendulum"].step_cap.max())
-    compute = {"cpu": float(all_runs.train_cpu_s.sum()), "wall": float(all_runs.train_wall_s.sum()),
-               "processes": int(ev["processes"])}
     write_report(paths, claim, metrics, timings, ev=ev, n_runs=n_runs, n_div=n_div, reasons=reasons,
                  n_fields=odes.field.nunique(), max_train_steps=cap,
                  parameters=parameter_rows(results),
@@ -365,7 +363,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  d_long=max(results[results.dataset == "pendulum"].horizon),
                  lrs=lr_rows(all_runs), per_field=per_field_rows(ev), stability=stability,
                  margins=margin_rows(claim, thresholds, stability["max"], divergence_flips(cfg, ev)), gates=cfg.gates,
-                 fixed_lr=bool(ev.get("fixed_lr")), compute=compute,
+                 fixed_lr=bool(ev.get("fixed_lr")), processes=int(ev["processes"]),
                  power_rows=seeds_to_decide(claim, thresholds),
                  vowels_ceiling={k: mean_std(ev["per_seed"][k], 3) for k in ("best_baseline_vowels",
                                                                             "denots_minus_baseline_vowels")})

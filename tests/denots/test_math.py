@@ -221,7 +221,7 @@ def test_scores():
 
 
 def test_early_stopping_keeps_the_best_validation_checkpoint_and_stops_on_patience():
-    from stages.denots.train import best_checkpoint, should_stop
+    from stages.denots.fitting import best_checkpoint, should_stop
 
     curve = [(0, 1.0), (25, 0.6), (50, 0.4), (75, 0.5), (100, float("inf")), (125, 0.45)]
     assert best_checkpoint(curve) == (50, 0.4)
