@@ -197,7 +197,11 @@ def budget_counts(results: pd.DataFrame, lrs: list[float]) -> dict[str, Any]:
                 "at_cap": int((frame.train_steps >= frame.step_cap).sum()),
                 "best_at_cap": int((frame.best_step >= frame.step_cap).sum())}
 
+    edge = pend[pend.lr.isin([lo, hi])]
+    edge_configs = sorted({f"{n} at D = {d:g}{' (tight tolerance)' if g == 'tolerance' else ''}: lr {lr:g}"
+                           for n, d, g, lr in zip(edge.name, edge.horizon, edge.group, edge.lr, strict=True)})
     return {"all": counts(pend), "baselines": counts(pend[pend.group == "baseline"]), "lr_low": lo, "lr_high": hi,
+            "edge_configs": edge_configs,
             "grid": len(lrs), "step_cap": int(pend.step_cap.max()) if len(pend) else 0}
 
 

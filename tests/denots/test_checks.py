@@ -73,11 +73,15 @@ def test_feedback_checks_see_a_field_that_diverges_at_both_horizons():
 def test_budget_counts_read_lr_edges_and_the_step_cap():
     frame = pd.DataFrame({"dataset": ["pendulum"] * 5 + ["vowels"], "group": ["horizon"] * 3 + ["baseline"] * 3,
                           "lr": [0.003, 0.01, 0.03, 0.03, 0.01, 0.003], "train_steps": [80, 300, 300, 120, 300, 100],
-                          "best_step": [30, 300, 250, 70, 300, 100], "step_cap": [300] * 5 + [100]})
+                          "best_step": [30, 300, 250, 70, 300, 100], "step_cap": [300] * 5 + [100],
+                          "name": ["anti_feedback", "anti_feedback", "strict_feedback", "gru_delta", "neural_cde",
+                                   "gru_delta"], "horizon": [1.0, 30.0, 30.0, 1.0, 1.0, 1.0]})
     c = budget_counts(frame, [0.003, 0.01, 0.03])
     assert c["all"] == {"n": 5, "lr_low": 1, "lr_high": 2, "lr_edge": 3, "at_cap": 3, "best_at_cap": 2}
     assert c["baselines"] == {"n": 2, "lr_low": 0, "lr_high": 1, "lr_edge": 1, "at_cap": 1, "best_at_cap": 1}
     assert c["step_cap"] == 300 and c["grid"] == 3
+    assert c["edge_configs"] == ["anti_feedback at D = 1: lr 0.003", "gru_delta at D = 1: lr 0.03",
+                                 "strict_feedback at D = 30: lr 0.03"]
 
 
 def _fields(anti_long: list[float], strict_long: list[float], speeds: dict[str, float]) -> pd.DataFrame:
