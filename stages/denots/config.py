@@ -25,6 +25,15 @@ METRICS = (
     "long_vs_d1__no_feedback_gru",
     "long_vs_d1__strict_feedback",
     "long_vs_d1__tanh_mlp",
+    "long_r2__anti_feedback",
+    "long_r2__no_feedback_gru",
+    "long_r2__strict_feedback",
+    "long_r2__tanh_mlp",
+    "diverged__anti_feedback",
+    "diverged__no_feedback_gru",
+    "diverged__strict_feedback",
+    "diverged__tanh_mlp",
+    "baselines_best_at_cap",
     "scale_minus_tolerance",
 )
 DATASETS = ("pendulum", "vowels")
@@ -164,7 +173,10 @@ class TrainConfig(Section):
     max_threads: MaxThreads
     n_seeds: int = Field(ge=1)
     batch_size: int = Field(ge=2)
-    lrs: list[float] = Field(min_length=1)  # swept for every model; the one kept is chosen on validation loss
+    lrs: list[float] = Field(min_length=1)  # the lr grid; the lr kept is chosen on validation loss
+    # one lr per configuration (lr_key), chosen from ``lrs`` on validation loss in a pilot on other seeds; None:
+    # every configuration is trained at every lr of ``lrs`` and the lr is chosen in this run
+    lr_per_config: dict[str, float] | None = None
     early_stopping: EarlyStopping
     stability: StabilityConfig | None = None
     grad_clip: float = Field(gt=0)
@@ -182,6 +194,13 @@ class TrainConfig(Section):
                 raise ValueError(f"denots_field '{self.denots_field}' must be among {name}.fields")
         if len(set(self.lrs)) != len(self.lrs) or any(not 0 < x <= 1 for x in self.lrs):
             raise ValueError("lrs must be distinct and in (0, 1]")
+        if self.lr_per_config is not None:
+            off = {k: v for k, v in self.lr_per_config.items() if v not in self.lrs}
+            if off:
+                raise ValueError(f"lr_per_config values must be among lrs {self.lrs}: {off}")
+            missing = sorted(set(lr_keys(self)) - set(self.lr_per_config))
+            if missing:
+                raise ValueError(f"lr_per_config has no lr for {missing}")
         if self.stability is not None:
             known = {*self.pendulum.fields, *self.baselines.models}
             for c in self.stability.configs:
@@ -194,11 +213,20 @@ class TrainConfig(Section):
 
 
 class EvaluateConfig(Section):
-    """Evaluation batch size and the score floors used when a run diverged or collapsed."""
+    """Evaluation batch size, the pendulum's divergence threshold and the score floors used when a run diverged
+    or collapsed."""
 
     batch_size: int = Field(ge=1)
+    pendulum_divergence_r2: float = Field(lt=0)  # a val or test R² below it counts as diverged
     pendulum_score_floor: float = Field(le=0)
     vowels_score_floor: float = Field(ge=0, lt=1)
+
+    @model_validator(mode="after")
+    def _check(self) -> EvaluateConfig:
+        if self.pendulum_divergence_r2 > self.pendulum_score_floor:
+            raise ValueError("pendulum_divergence_r2 must not exceed pendulum_score_floor "
+                             "(a diverged run scores the floor)")
+        return self
 
 
 class EvaluateInputs(Section):
@@ -213,6 +241,23 @@ class ReportInputs(Section):
 
     verdict: VerdictRule
     gates: list[str] = Field(min_length=1)
+
+
+def lr_key(dataset: str, name: str, horizon: float, rtol: float) -> str:
+    """A configuration without its seed: the unit whose lr ``lr_per_config`` fixes."""
+    return f"{dataset}__{name}__D{horizon:g}__rtol{rtol:.0e}"
+
+
+def lr_keys(cfg: TrainConfig) -> list[str]:
+    """Every configuration of the profile's grid (the one-ulp reruns share their configuration's key)."""
+    keys = []
+    for dataset in DATASETS:
+        task = getattr(cfg, dataset)
+        keys += [lr_key(dataset, f, d, cfg.solver.rtol) for f in task.fields for d in task.horizons]
+        if task.tolerance_sweep is not None:
+            keys += [lr_key(dataset, task.tolerance_sweep.field, 1.0, t.rtol) for t in task.tolerance_sweep.tolerances]
+        keys += [lr_key(dataset, b, 1.0, cfg.solver.rtol) for b in cfg.baselines.models]
+    return list(dict.fromkeys(keys))
 
 
 def load_data(params: Path) -> DataConfig:

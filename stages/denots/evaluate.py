@@ -27,7 +27,7 @@ from stages.denots.config import PAPER, EvaluateInputs, load_evaluate
 from stages.denots.expectations import results_suite, runs_suite
 from stages.denots.grid import RunSpec, build_model, forward, run_grid
 from stages.denots.io import SplitTensors, Task, load_tasks, perturbed_task
-from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver
+from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver, interpolate_real_time
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,12 @@ def r_squared(pred: np.ndarray, target: np.ndarray) -> float:
     """R² = 1 − Σ(y − ŷ)² / Σ(y − ȳ)², in float64 (collapsed no-feedback runs predict ~1e8)."""
     pred, target = np.asarray(pred, dtype=np.float64), np.asarray(target, dtype=np.float64)
     return float(1.0 - np.sum((target - pred) ** 2) / np.sum((target - target.mean()) ** 2))
+
+
+def is_divergent(score: float, threshold: float | None) -> bool:
+    """A run diverged when its score is not finite or, with a ``threshold``, below it (pendulum R² < threshold:
+    predictions off by orders of magnitude, as a blown-up state gives; R² = −3·10²⁴ is divergence, not a score)."""
+    return not math.isfinite(score) or (threshold is not None and score < threshold)
 
 
 def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
@@ -68,10 +74,25 @@ def score_split(model: torch.nn.Module, spec: RunSpec, task: Task, data: SplitTe
     return score, float(np.mean(nfes))
 
 
+def state_statistics(model: torch.nn.Module, spec: RunSpec, data: SplitTensors, solver: SolverSettings,
+                     batch_size: int) -> tuple[float, float]:
+    """DeNOTS only: RMS of the final state h(D·T) and of the field's speed f(x̂(T), h(D·T)) there, over a split.
+    A speed near 0 means the state has settled (held or at a fixed point) by the end of the horizon."""
+    states, speeds = [], []
+    with torch.no_grad():
+        for start in range(0, data.values.shape[0], batch_size):
+            values = data.values[start:start + batch_size]
+            h = model.hidden_state(values, spec.horizon, solver)
+            states.append(h)
+            speeds.append(model.field(interpolate_real_time(values, torch.tensor(1.0)), h))
+    return (float(torch.cat(states).pow(2).mean().sqrt()), float(torch.cat(speeds).pow(2).mean().sqrt()))
+
+
 def evaluate_run(spec: RunSpec, row: pd.Series, task: Task, inputs: EvaluateInputs, models: Path) -> dict[str, Any]:
-    """Scores of one run; a divergence here is recorded like one in training."""
+    """Scores of one run; a divergence here (failed solve, non-finite or divergent score) is recorded like one
+    in training."""
     res = {"val_score": math.nan, "test_score": math.nan, "val_nfe": math.nan, "test_nfe": math.nan,
-           "diverged": bool(row.diverged), "reason": str(row.reason)}
+           "state_rms": math.nan, "end_speed_rms": math.nan, "diverged": bool(row.diverged), "reason": str(row.reason)}
     if row.diverged:
         return res
     model = build_model(spec, task, inputs.train)
@@ -83,8 +104,15 @@ def evaluate_run(spec: RunSpec, row: pd.Series, task: Task, inputs: EvaluateInpu
                                                        inputs.evaluate.batch_size)
         res["test_score"], res["test_nfe"] = score_split(model, spec, task, task.splits["test"], solver,
                                                          inputs.evaluate.batch_size)
+        if spec.model == "denots":
+            res["state_rms"], res["end_speed_rms"] = state_statistics(model, spec, task.splits["test"], solver,
+                                                                      inputs.evaluate.batch_size)
     except SolverDiverged as err:
         res.update(diverged=True, reason=f"evaluation: {err}", val_score=math.nan, test_score=math.nan)
+        return res
+    threshold = inputs.evaluate.pendulum_divergence_r2 if task.regression else None
+    if is_divergent(res["val_score"], threshold) or is_divergent(res["test_score"], threshold):
+        res.update(diverged=True, reason=f"evaluation: R² below {threshold:g}")
     return res
 
 
@@ -148,6 +176,10 @@ def verdict_metrics(results: pd.DataFrame, inputs: EvaluateInputs) -> tuple[dict
         for f in cfg.pendulum.fields:
             long, d1 = one(pend, f, d_long, s), one(pend, f, 1.0, s)
             add(f"long_vs_d1__{f}", long_vs_d1(long.score, d1.score), compared(s, long, d1))
+            add(f"long_r2__{f}", long.score)
+            add(f"diverged__{f}", float(pend[(pend.field == f) & (pend.seed_index == s)].diverged.sum()))
+        base_runs = r[(r.dataset == "pendulum") & (r.group == "baseline") & (r.seed_index == s)]
+        add("baselines_best_at_cap", float((base_runs.best_step >= base_runs.step_cap).sum()))
         sweep = cfg.pendulum.tolerance_sweep
         if sweep is not None:
             mine = r[(r.dataset == "pendulum") & (r.field == sweep.field) & (r.seed_index == s)]
@@ -184,6 +216,10 @@ def describe(inputs: EvaluateInputs) -> str:
     sweep = t.pendulum.tolerance_sweep
     tols = ", ".join(f"rtol {x.rtol:g}/atol {x.atol:g}" for x in sweep.tolerances) if sweep else "none"
     es = t.early_stopping
+    grid = ", ".join(f"{x:g}" for x in t.lrs)
+    lr_text = (f"one lr per configuration, chosen from the grid {{{grid}}} on validation loss in a pilot with other "
+               f"training seeds (benchmarks/denots_pilot.py; table below)" if t.lr_per_config is not None else
+               f"each lr of the grid {{{grid}}}, per configuration the lr with the lowest best validation loss kept")
     return (f"Model: h(0) = W x(t₀), dh/dτ = f(x̂(τ/D), h) on τ ∈ [0, D·T], ŷ = W h(D·T), with x̂ the linear "
             f"interpolation of each sequence at its own real observation times (time unit: the longest training "
             f"observation time, so T = 1; the last observation is held after a sequence ends), hidden size {t.hidden}. "
@@ -195,13 +231,23 @@ def describe(inputs: EvaluateInputs) -> str:
             f"{tols}. Baselines: {list(t.baselines.models)} (SSM state size and Neural RDE/CDE widths matched to the "
             f"DeNOTS parameter count; the Neural RDE uses depth-2 log-signatures over windows of "
             f"{t.baselines.nrde_window} steps; the Neural CDE a natural cubic spline of (time, values)). Same protocol "
-            f"for every model: Adam at each lr of {t.lrs}, batch {t.batch_size}, gradient clipping {t.grad_clip:g}, at "
+            f"for every model: Adam at {lr_text}, batch {t.batch_size}, gradient clipping {t.grad_clip:g}, at "
             f"most {t.pendulum.max_steps or t.trainer.max_steps} steps (pendulum) and "
             f"{t.vowels.max_steps or t.trainer.max_steps} (vowels), validation loss every {es.eval_every} steps, "
             f"early stopping after {es.patience} evaluations without improvement, the best-validation checkpoint "
-            f"kept, and per configuration the lr with the lower best validation loss kept; {t.n_seeds} seeds, torch "
-            f"threads capped at {t.max_threads}. The best D and baseline of each seed are chosen on the validation "
+            f"kept; {t.n_seeds} seeds, torch threads capped at {t.max_threads} per training process. The best D and "
+            f"baseline of each seed are chosen on the validation "
             f"split; scores are on the test split.")
+
+
+def budget_text(inputs: EvaluateInputs) -> str:
+    """The pendulum training budget in words, for the report's budget history."""
+    t = inputs.train
+    es = t.early_stopping
+    return (f"at most {t.pendulum.max_steps or t.trainer.max_steps} steps, validation every {es.eval_every} steps, "
+            f"patience {es.patience}, lr grid {', '.join(f'{x:g}' for x in t.lrs)}"
+            + ("; one lr per configuration, chosen in a pilot on other seeds (validation loss)"
+               if t.lr_per_config is not None else "; every lr run, the lr chosen per configuration on validation"))
 
 
 def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -219,6 +265,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
         row = by_id.loc[spec.run_id]
         rows.append({"run_id": spec.run_id, "config_id": spec.config_id, **spec.__dict__,
                      "n_params": int(row.n_params), "train_steps": int(row.steps), "best_step": int(row.best_step),
+                     "step_cap": int(row.step_cap),
                      "best_val_loss": float(row.best_val_loss),
                      **evaluate_run(spec, row, noisy.get(spec.dataset, tasks[spec.dataset]) if spec.group == "perturbed"
                                    else tasks[spec.dataset], inputs, paths.models)})
@@ -228,7 +275,10 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
     write_parquet(results, paths.results)
     per_seed, chosen = verdict_metrics(results, inputs)
     write_json({"per_seed": per_seed, "chosen": chosen, "seeds": sorted(int(s) for s in results.seed_index.unique()),
-                "long_horizon": max(inputs.train.pendulum.horizons),
+                "long_horizon": max(inputs.train.pendulum.horizons), "lrs": list(inputs.train.lrs),
+                "budget": budget_text(inputs),
+                "fixed_lr": inputs.train.lr_per_config is not None,
+                "processes": max(1, ctx.threads // inputs.train.max_threads),
                 "n_cases": {name: {s: int(t.splits[s].values.shape[0]) for s in t.splits} for name, t in tasks.items()},
                 "denots_field": inputs.train.denots_field, "description": describe(inputs),
                 "score_floors": {"pendulum": inputs.evaluate.pendulum_score_floor,

@@ -10,7 +10,7 @@ from torch import nn
 
 from stages.core.seeding import derive_seed
 from stages.denots.baselines import DiagonalSSM, GRUDelta, NeuralRDE
-from stages.denots.config import DATASETS, PAPER, TrainConfig
+from stages.denots.config import DATASETS, PAPER, TrainConfig, lr_key
 from stages.denots.io import SplitTensors, Task
 from stages.denots.neural_cde import DeNOTS, NeuralCDE, SolverSettings
 from stages.denots.vector_fields import n_parameters
@@ -40,6 +40,11 @@ class RunSpec:
         """The run without its learning rate: the unit among which the lr is chosen on validation."""
         tag = "__ulp" if self.group == "perturbed" else ""
         return f"{self.dataset}__{self.name}__D{self.horizon:g}__rtol{self.rtol:.0e}__s{self.seed_index}{tag}"
+
+    @property
+    def lr_key(self) -> str:
+        """The configuration without seed or perturbation (``lr_per_config`` key)."""
+        return lr_key(self.dataset, self.name, self.horizon, self.rtol)
 
     @property
     def run_id(self) -> str:
@@ -73,7 +78,9 @@ def config_grid(cfg: TrainConfig) -> list[RunSpec]:
 
 
 def run_grid(cfg: TrainConfig) -> list[RunSpec]:
-    """Every run: each configuration at each learning rate of the sweep."""
+    """Every run: each configuration at its pilot-chosen lr (``lr_per_config``), or at each lr of the grid."""
+    if cfg.lr_per_config is not None:
+        return [replace(spec, lr=cfg.lr_per_config[spec.lr_key]) for spec in config_grid(cfg)]
     return [replace(spec, lr=lr) for spec in config_grid(cfg) for lr in cfg.lrs]
 
 

@@ -14,6 +14,7 @@ from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.denots.config import PAPER, ReportInputs, load_report
+from stages.denots.history import BUDGET, RULES
 
 TIMED_STEPS = ("data", "train", "evaluate")
 CARD = PaperCard(
@@ -28,22 +29,6 @@ CARD = PaperCard(
                   "benchmarks; synthetic pendulum ablation at D = 20: R² ≈ −6·10⁶ without feedback vs 0.83 with "
                   "it (abstract and the paper's ablation as summarised in our issue)."),
 )
-# The earlier verdict rules and their outcomes, quoted from the committed reports/denots/report.md and
-# reports/index.md at commit aea8bc2 (the run this revision replaces); kept so the report's history is complete.
-RULE_HISTORY = [
-    {"rule": "v1 (first default run, 200 steps, hidden 16, D in {1, 5, 20}, 2 seeds)",
-     "verdict": "partly",
-     "values": "DeNOTS minus best pendulum baseline -0.68, -0.77; scaling D minus tolerance +0.038, +0.022",
-     "why changed": "steps doubled (rule unchanged): the ODE models were still improving"},
-    {"rule": "v1 (same rule, 400 steps)",
-     "verdict": "inconclusive",
-     "values": ("min over NF fields of R2(D20) - R2(D1) + std: -0.1097, 0.0028; min over no-NF fields of "
-                "R2(D1) - R2(D20): 0.1658, -0.2284; scale minus tolerance: 0.0688, -0.0244; DeNOTS minus best "
-                "pendulum baseline: -0.6979, -0.7465 (fails); DeNOTS minus best vowels baseline: 0.0027, -0.0081"),
-     "why changed": ("issue 37: index-parametrised time, equal steps instead of convergence, no Neural CDE, minima "
-                     "over fields that behave oppositely, JapaneseVowels at its ceiling, 2 seeds, numeric noise "
-                     "as large as the effects")},
-]
 METRIC = {"pendulum": "test R² (length ℓ)", "vowels": "test accuracy"}
 CHOSEN_COLUMNS = ("check", "seed", "method run", "method score", "method NFE", "compared run", "compared score",
                   "compared NFE")
@@ -195,8 +180,85 @@ def lr_rows(all_runs: pd.DataFrame) -> list[dict[str, Any]]:
         rows.append({"data set": dataset, "model": name, "lr": f"{lr:g}",
                      "chosen (configs)": f"{int(g.lr_chosen.sum())}/{len(g)}",
                      "mean best step": f"{g.best_step.mean():.0f}", "mean steps run": f"{g.train_steps.mean():.0f}",
-                     "stopped early": f"{int((g.train_steps < g.train_steps.max()).sum())}/{len(g)}"})
+                     "stopped early": f"{int((g.train_steps < g.step_cap).sum())}/{len(g)}"})
     return rows
+
+
+def budget_counts(results: pd.DataFrame, lrs: list[float]) -> dict[str, Any]:
+    """Chosen-lr pendulum runs (perturbed reruns excluded): how many chose an lr at an edge of the grid, ran to
+    the step cap (early stopping did not end them) or had their best validation step at the cap; the same for
+    the baselines alone."""
+    pend = results[results.dataset == "pendulum"]
+    lo, hi = min(lrs), max(lrs)
+
+    def counts(frame: pd.DataFrame) -> dict[str, int]:
+        return {"n": len(frame), "lr_low": int((frame.lr == lo).sum()), "lr_high": int((frame.lr == hi).sum()),
+                "lr_edge": int(frame.lr.isin([lo, hi]).sum()),
+                "at_cap": int((frame.train_steps >= frame.step_cap).sum()),
+                "best_at_cap": int((frame.best_step >= frame.step_cap).sum())}
+
+    edge = pend[pend.lr.isin([lo, hi])]
+    edge_configs = sorted({f"{n} at D = {d:g}{' (tight tolerance)' if g == 'tolerance' else ''}: lr {lr:g}"
+                           for n, d, g, lr in zip(edge.name, edge.horizon, edge.group, edge.lr, strict=True)})
+    return {"all": counts(pend), "baselines": counts(pend[pend.group == "baseline"]), "lr_low": lo, "lr_high": hi,
+            "edge_configs": edge_configs,
+            "grid": len(lrs), "step_cap": int(pend.step_cap.max()) if len(pend) else 0}
+
+
+def field_state_rows(results: pd.DataFrame, floor: float) -> list[dict[str, Any]]:
+    """Per pendulum field and D: floored test R² (mean ± std), the RMS of the final state h(D·T) and of the
+    field's speed there (mean over seeds whose run did not diverge), and the divergences."""
+    rows = []
+    part = results[(results.dataset == "pendulum") & (results.group == "horizon")]
+    for (field, d), g in part.groupby(["field", "horizon"], sort=False):
+        ok = g[~g.diverged]
+        rows.append({"field": field, "D": f"{d:g}",
+                     "test R² (floored)": mean_std(floored_scores(g, floor).tolist(), 3),
+                     "state RMS": f"{ok.state_rms.mean():.3g}" if len(ok) else "n/a",
+                     "speed RMS at the end": f"{ok.end_speed_rms.mean():.3g}" if len(ok) else "n/a",
+                     "diverged": f"{int(g.diverged.sum())}/{len(g)}"})
+    return rows
+
+
+def field_findings(results: pd.DataFrame, floor: float, settled: float = 0.05) -> list[str]:
+    """Sentences on how the fields differ, each computed from the measured runs (longest D vs D = 1): the two NF
+    fields against each other (difference vs twice the larger seed std), whether each field's state has settled
+    at the end of the horizon (speed below ``settled`` × state RMS), and divergences."""
+    part = results[(results.dataset == "pendulum") & (results.group == "horizon")]
+    if part.empty:
+        return []
+    d_long = part.horizon.max()
+    long = part[part.horizon == d_long]
+
+    def stats(field: str, frame: pd.DataFrame) -> tuple[float, float, pd.DataFrame]:
+        g = frame[frame.field == field]
+        v = floored_scores(g, floor)
+        return float(v.mean()), float(v.std(ddof=1)) if len(v) > 1 else 0.0, g
+
+    out = []
+    fields = list(dict.fromkeys(part.field))
+    if {"anti_feedback", "strict_feedback"} <= set(fields):
+        (ma, sa, _), (ms, ss, _) = stats("anti_feedback", long), stats("strict_feedback", long)
+        gap, noise = ma - ms, 2 * max(sa, ss)
+        same = abs(gap) <= noise
+        out.append(f"At D = {d_long:g} the anti and strict NF fields reach R² {ma:.3f} and {ms:.3f} (difference "
+                   f"{gap:+.3f}, twice the larger seed std {noise:.3f}): "
+                   + ("within the seed spread, so the two NF fields behave the same here." if same else
+                      f"the {'anti' if gap > 0 else 'strict'} field is better beyond the seed spread."))
+    for field in fields:
+        m1, _, _ = stats(field, part[part.horizon == 1.0])
+        ml, _, gl = stats(field, long)
+        ok = gl[~gl.diverged]
+        n_div = int(part[part.field == field].diverged.sum())
+        text = f"{field}: R² {m1:.3f} at D = 1, {ml:.3f} at D = {d_long:g}"
+        if len(ok):
+            ratio = float((ok.end_speed_rms / ok.state_rms).mean())
+            text += (f"; at D = {d_long:g} its state RMS is {ok.state_rms.mean():.3g} and its speed at the end "
+                     f"{ok.end_speed_rms.mean():.3g} ({ratio:.1%} of the state): "
+                     + ("settled by the end of the horizon" if ratio < settled else "still moving at the end"))
+        text += f"; {n_div} of {int((part.field == field).sum())} runs diverged over all D."
+        out.append(text)
+    return out
 
 
 def per_field_rows(ev: dict[str, Any]) -> list[dict[str, Any]]:
@@ -229,13 +291,22 @@ def stability_summary(ev: dict[str, Any], results: pd.DataFrame) -> dict[str, An
             "seed_std": float(np.nanmax(stds)) if np.isfinite(stds).any() else None}
 
 
-def margin_rows(claim: Any, thresholds: dict[str, float], spread: float | None) -> list[dict[str, Any]]:
+def margin_rows(claim: Any, thresholds: dict[str, float], spread: float | None, counts: dict[str, bool] | None = None
+                ) -> list[dict[str, Any]]:
     """Per check: the smallest distance of a per-seed value to its threshold vs twice the one-ulp spread
-    (a check value is a difference of two scores, each of which can move by the spread)."""
+    (a check value is a difference of two scores, each of which can move by the spread). A check on a count of
+    divergences (``counts``: name → whether any one-ulp rerun changed a run's divergence) is read from the flags."""
     rows = []
+    counts = counts or {}
     for o in claim.checks:
         vals = [v for v in o.values if v is not None]
         if not vals:
+            continue
+        if o.name in counts:
+            flip = ("yes: a one-ulp rerun changed a divergence" if counts[o.name]
+                    else "no: no one-ulp rerun changed a divergence")
+            rows.append({"check": o.name, "smallest |value − threshold|": "a count of divergences",
+                         "2 × largest one-ulp change": "n/a", "could flip under numeric noise": flip})
             continue
         margin = min(abs(v - thresholds[o.name]) for v in vals)
         rows.append({"check": o.name, "smallest |value − threshold|": f"{margin:.3f}",
@@ -245,12 +316,19 @@ def margin_rows(claim: Any, thresholds: dict[str, float], spread: float | None) 
     return rows
 
 
+def divergence_flips(cfg: ReportInputs, ev: dict[str, Any]) -> dict[str, bool]:
+    """Per check on a count of divergences: whether any one-ulp rerun diverged where its original did not, or back."""
+    flipped = any(len(set(r["diverged"].split("/"))) > 1 for r in ev.get("stability", []))
+    return {c.name: flipped for c in cfg.verdict.checks if c.metric.startswith("diverged__")}
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the gated verdict from the per-seed metrics and write the report."""
     all_runs = read_parquet(paths.results, columns=["run_id", "config_id", "dataset", "model", "field", "horizon",
                                                     "rtol", "seed_index", "group", "lr", "lr_chosen", "n_params",
-                                                    "train_steps", "best_step", "val_score", "test_score",
-                                                    "test_nfe", "diverged", "reason"])
+                                                    "train_steps", "step_cap", "best_step", "val_score",
+                                                    "test_score", "test_nfe", "state_rms", "end_speed_rms",
+                                                    "diverged", "reason"])
     all_runs["name"] = all_runs.field.where(all_runs.model == "denots", all_runs.model)
     results = all_runs[all_runs.lr_chosen & (all_runs.group != "perturbed")]
     ev = read_json(paths.evaluation)
@@ -275,19 +353,21 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "diverged_runs": n_div, "runs": n_runs, "stability": ev.get("stability", []),
                "max_one_ulp_change": stability["max"]}
     odes = results[results.model == "denots"]
-    pend = results[results.dataset == "pendulum"]
+    cap = int(results[results.dataset == "pendulum"].step_cap.max())
     write_report(paths, claim, metrics, timings, ev=ev, n_runs=n_runs, n_div=n_div, reasons=reasons,
-                 n_fields=odes.field.nunique(), max_train_steps=int(results.train_steps.max()),
+                 n_fields=odes.field.nunique(), max_train_steps=cap,
                  parameters=parameter_rows(results),
                  fields={name: config_rows(results, name, "horizon") for name in ("pendulum", "vowels")},
                  horizons=horizon_rows(results, log, ev), tolerance=config_rows(results, "pendulum", "tolerance"),
                  baselines={name: config_rows(results, name, "baseline") for name in ("pendulum", "vowels")},
                  chosen=chosen, chosen_columns=CHOSEN_COLUMNS, has_nfe=has_nfe, late=late,
-                 history=RULE_HISTORY, at_top_lr=int((pend.lr == pend.lr.max()).sum()),
-                 at_cap=int((pend.train_steps == pend.train_steps.max()).sum()), n_chosen=len(pend),
-                 top_lr=float(pend.lr.max()), d_long=max(results[results.dataset == "pendulum"].horizon),
+                 history=RULES, budget_history=BUDGET, budget=budget_counts(results, ev["lrs"]),
+                 field_states=field_state_rows(results, floor_of("pendulum", ev)),
+                 findings=field_findings(results, floor_of("pendulum", ev)),
+                 d_long=max(results[results.dataset == "pendulum"].horizon),
                  lrs=lr_rows(all_runs), per_field=per_field_rows(ev), stability=stability,
-                 margins=margin_rows(claim, thresholds, stability["max"]), gates=cfg.gates,
+                 margins=margin_rows(claim, thresholds, stability["max"], divergence_flips(cfg, ev)), gates=cfg.gates,
+                 fixed_lr=bool(ev.get("fixed_lr")), processes=int(ev["processes"]),
                  power_rows=seeds_to_decide(claim, thresholds),
                  vowels_ceiling={k: mean_std(ev["per_seed"][k], 3) for k in ("best_baseline_vowels",
                                                                             "denots_minus_baseline_vowels")})

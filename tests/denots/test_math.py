@@ -160,7 +160,7 @@ def test_cde_field_is_matrix_times_control_derivative():
     torch.testing.assert_close(cde_field(g, torch.tensor([[2.0, 4.0]])), torch.tensor([[10.0, -4.0, 8.0]]))
 
 
-def test_neural_cde_baseline_runs_counts_nfe_and_ignores_time_reparametrisation():
+def test_neural_cde_baseline_runs_counts_nfe_and_backpropagates_to_every_parameter():
     torch.manual_seed(0)
     model = NeuralCDE(3, 6, 2, 8)
     values = _irregular(4, 9)
@@ -221,7 +221,7 @@ def test_scores():
 
 
 def test_early_stopping_keeps_the_best_validation_checkpoint_and_stops_on_patience():
-    from stages.denots.train import best_checkpoint, should_stop
+    from stages.denots.fitting import best_checkpoint, should_stop
 
     curve = [(0, 1.0), (25, 0.6), (50, 0.4), (75, 0.5), (100, float("inf")), (125, 0.45)]
     assert best_checkpoint(curve) == (50, 0.4)

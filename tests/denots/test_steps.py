@@ -6,7 +6,7 @@ from stages.core.config import ConfigError
 from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
-from stages.denots import config, train
+from stages.denots import config, fitting
 from stages.denots.grid import RunSpec, run_grid
 from stages.denots.io import load_tasks
 from tests.smoke import report_outs
@@ -53,7 +53,7 @@ def test_saved_checkpoint_is_the_best_validation_one(smoke_repo):
             continue
         model = build_model(spec, tasks[spec.dataset], cfg)
         model.load_state_dict(load_safetensors(paths.models / f"{spec.run_id}.safetensors"))
-        val = train.mean_loss(model, spec, tasks[spec.dataset], "val", spec.solver(base_solver(cfg)),
+        val = fitting.mean_loss(model, spec, tasks[spec.dataset], "val", spec.solver(base_solver(cfg)),
                               cfg.batch_size * 4)
         assert val == pytest.approx(runs.best_val_loss[spec.run_id], rel=1e-4)
 
@@ -99,7 +99,7 @@ def test_a_run_that_hits_the_step_cap_is_recorded_as_diverged(smoke_repo):
     cfg = cfg.model_copy(update={"solver": cfg.solver.model_copy(update={"max_num_steps": 10})})
     tasks = load_tasks(smoke_repo.paths(f"{PAPER}-train").datasets)
     spec = RunSpec("pendulum", "denots", "no_feedback_gru", 5000.0, 1e-3, 1e-4, 0, "horizon")
-    res = train.fit(spec, tasks["pendulum"], cfg, 0, 2)
+    res = fitting.fit(spec, tasks["pendulum"], cfg, 0, 2)
     assert res.diverged.startswith("solver: max_num_steps exceeded") and res.failure == res.diverged
     assert res.losses == [] and res.best_step == 0 and res.val_curve == [(0, float("inf"))]
 
