@@ -3,7 +3,12 @@
 A rule is a list of checks, one per claim: a metric measured once per seed, a
 direction and a threshold. A check *holds* when every seed satisfies it, *fails* when
 every seed violates it, and is *unclear* when seeds disagree or there are fewer seeds
-than the rule asks for. The paper's verdict follows from the checks:
+than the rule asks for. A check ``over: mean`` is read from the mean over seeds instead:
+it holds when the one-sided t bound of the mean (``confidence``, 0.95 unless set) lies on
+the passing side of the threshold, fails when the bound on the other side lies on the
+failing side, and is unclear otherwise; more seeds narrow the bound, so a paper whose
+runs scatter (numeric noise, chaotic training) can size its seeds for a decision.
+The paper's verdict follows from the checks:
 all hold -> reproduced; all fail -> not_reproduced; some hold -> partly;
 none holds and some are unclear -> inconclusive.
 
@@ -28,12 +33,14 @@ Verdict = Literal["reproduced", "partly", "not_reproduced", "inconclusive"]
 
 
 class Check(Section):
-    """One claim: ``metric <op> threshold`` must hold on every seed (a finite threshold)."""
+    """One claim: ``metric <op> threshold`` on every seed, or on the mean's one-sided bound (``over: mean``)."""
 
     name: str = Field(min_length=1)
     metric: str = Field(min_length=1)
     op: Literal["<=", ">="]
     threshold: float
+    over: Literal["seeds", "mean"] = "seeds"
+    confidence: float = Field(default=0.95, gt=0.5, lt=1.0)
 
     @field_validator("name", "metric")
     @classmethod
@@ -50,7 +57,22 @@ class Check(Section):
 
     def describe(self) -> str:
         """The check in words."""
+        if self.over == "mean":
+            return (f"{self.name}: mean over seeds of {self.metric} {self.op} {self.threshold:g} "
+                    f"(one-sided {self.confidence:.0%} t bound)")
         return f"{self.name}: {self.metric} {self.op} {self.threshold:g}"
+
+    def mean_bounds(self, values: Sequence[float]) -> tuple[float, float, float]:
+        """Mean of finite per-seed values and its one-sided t bounds (lower, upper) at ``confidence``."""
+        from scipy.stats import t as student_t
+
+        n = len(values)
+        if n < 2:
+            raise ValueError(f"check '{self.name}': a bound of the mean needs at least 2 seeds, got {n}")
+        mean = math.fsum(values) / n
+        sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+        half = float(student_t.ppf(self.confidence, n - 1)) * sd / math.sqrt(n)
+        return mean, mean - half, mean + half
 
 
 class VerdictRule(Section):
@@ -64,11 +86,18 @@ class VerdictRule(Section):
         names = [c.name for c in self.checks]
         if len(set(names)) != len(names):
             raise ValueError(f"check names must be unique, got {names}")
+        if self.min_seeds < 2 and any(c.over == "mean" for c in self.checks):
+            raise ValueError("a check over the mean needs min_seeds >= 2 (a bound of the mean needs a spread)")
         return self
 
     def describe(self) -> str:
         """The whole rule in words, for report.md and claim.json."""
         checks = "; ".join(c.describe() for c in self.checks)
+        if any(c.over == "mean" for c in self.checks):
+            return (f"at least {self.min_seeds} seeds; a check on a metric holds on every seed, a check on a mean "
+                    f"when its one-sided t bound clears the threshold (fails when the other bound misses it) "
+                    f"[{checks}]; all hold -> reproduced, all fail -> not_reproduced, some hold -> partly, "
+                    f"otherwise (seeds disagree, the bound straddles the threshold, or too few seeds) -> inconclusive")
         return (f"each check must hold on every one of at least {self.min_seeds} seeds "
                 f"[{checks}]; all hold -> reproduced, all fail on every seed -> not_reproduced, "
                 f"some hold -> partly, otherwise (seeds disagree or too few) -> inconclusive")
@@ -111,12 +140,28 @@ def check_status(check: Check, values: Sequence[float | None], min_seeds: int) -
     """Status of one check over per-seed values (a None or non-finite value fails on its seed)."""
     if len(values) < min_seeds:
         return "unclear"
+    if check.over == "mean":
+        return _mean_status(check, values)
     passed = [check.passes(v) for v in values]
     if all(passed):
         return "holds"
     if not any(passed):
         return "fails"
     return "unclear"
+
+
+def _mean_status(check: Check, values: Sequence[float | None]) -> str:
+    """Status of a check over the mean: its one-sided bound on the passing side holds, on the failing side fails.
+
+    A missing or non-finite seed leaves no mean: the check cannot hold (fails if no seed is finite).
+    """
+    finite = [float(v) for v in values if v is not None and math.isfinite(v)]
+    if len(finite) < len(values) or len(finite) < 2:
+        return "fails" if not finite else "unclear"
+    _, low, high = check.mean_bounds(finite)
+    if check.op == ">=":
+        return "holds" if low >= check.threshold else ("fails" if high < check.threshold else "unclear")
+    return "holds" if high <= check.threshold else ("fails" if low > check.threshold else "unclear")
 
 
 def _seed_value(check: Check, value: Any) -> float:

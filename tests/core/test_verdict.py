@@ -107,3 +107,65 @@ def test_a_check_on_a_metric_the_report_does_not_measure_is_refused_naming_its_k
     with pytest.raises(ConfigError, match=r"^p\.verdict\.checks\.1\.metric: unknown metric 'gian' \(the report "
                                           r"measures gain, loss\)$"):
         refuse_unmeasured(rule, {"gain", "loss"}, "p.verdict")
+
+
+# ---- checks over the mean: the one-sided t bound decides (values 1, 2, 3: mean 2, sd 1, n 3,
+# t_0.95(2) = 2.919986, half-width 2.919986 / sqrt(3) = 1.685854, bounds 0.314146 and 3.685854)
+
+def _mean_check(op, threshold, confidence=0.95):
+    return Check(name="m", metric="m", op=op, threshold=threshold, over="mean", confidence=confidence)
+
+
+def test_the_mean_bound_matches_a_hand_computed_t_interval():
+    mean, low, high = _mean_check(">=", 0.0).mean_bounds([1.0, 2.0, 3.0])
+    assert mean == 2.0
+    assert low == pytest.approx(0.314146, abs=1e-6) and high == pytest.approx(3.685854, abs=1e-6)
+
+
+@pytest.mark.parametrize(("op", "threshold", "status"), [
+    (">=", 0.3, "holds"),      # lower bound 0.314 clears 0.3
+    (">=", 0.5, "unclear"),    # bound straddles: every seed passes 0.5, yet the mean is not decided
+    (">=", 3.7, "fails"),      # upper bound 3.686 below 3.7
+    ("<=", 3.7, "holds"),
+    ("<=", 3.5, "unclear"),
+    ("<=", 0.3, "fails"),      # lower bound 0.314 above 0.3
+])
+def test_a_check_over_the_mean_reads_its_one_sided_bound(op, threshold, status):
+    rule = VerdictRule(min_seeds=3, checks=[_mean_check(op, threshold)])
+    _, outcomes = decide(rule, {"m": [1.0, 2.0, 3.0]})
+    assert outcomes[0].status == status
+
+
+def test_a_per_seed_check_and_a_mean_check_differ_on_the_same_values():
+    """Every seed clears 0.5, so the per-seed check holds; the mean's bound (0.314) does not."""
+    per_seed = VerdictRule(min_seeds=3, checks=[Check(name="m", metric="m", op=">=", threshold=0.5)])
+    assert decide(per_seed, {"m": [1.0, 2.0, 3.0]})[0] == "reproduced"
+    on_mean = VerdictRule(min_seeds=3, checks=[_mean_check(">=", 0.5)])
+    assert decide(on_mean, {"m": [1.0, 2.0, 3.0]})[0] == "inconclusive"
+
+
+def test_more_seeds_narrow_the_bound_to_a_decision():
+    check = _mean_check(">=", 0.5)
+    rule = VerdictRule(min_seeds=3, checks=[check])
+    assert decide(rule, {"m": [1.0, 2.0, 3.0]})[1][0].status == "unclear"
+    assert decide(rule, {"m": [1.0, 2.0, 3.0] * 3})[1][0].status == "holds"   # n 9: bound 2 - 1.86*0.866/3 = 1.46
+
+
+def test_a_mean_check_with_a_missing_seed_cannot_hold():
+    rule = VerdictRule(min_seeds=3, checks=[_mean_check(">=", 0.0)])
+    assert decide(rule, {"m": [1.0, None, 3.0]})[1][0].status == "unclear"
+    assert decide(rule, {"m": [None, float("nan"), None]})[1][0].status == "fails"
+    assert decide(rule, {"m": [1.0, 2.0]})[1][0].status == "unclear"       # fewer seeds than the rule asks
+
+
+def test_a_mean_check_is_refused_with_one_seed_and_a_bad_confidence():
+    with pytest.raises(ValueError, match="min_seeds >= 2"):
+        VerdictRule(min_seeds=1, checks=[_mean_check(">=", 0.0)])
+    with pytest.raises(ValueError):
+        _mean_check(">=", 0.0, confidence=0.4)
+
+
+def test_a_mean_check_is_described_as_one_and_per_seed_rules_keep_their_words():
+    rule = VerdictRule(min_seeds=3, checks=[_mean_check(">=", 0.5)])
+    assert "mean over seeds of m >= 0.5 (one-sided 95% t bound)" in rule.describe()
+    assert RULE.describe().startswith("each check must hold on every one of at least 3 seeds")
