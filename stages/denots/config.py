@@ -158,10 +158,20 @@ class EarlyStopping(Section):
 
 
 class StabilityConfig(Section):
-    """Configurations retrained with every input perturbed by one ulp (same seed, same lrs)."""
+    """Configurations retrained with every input perturbed by one ulp (same seed, same lrs).
+
+    ``replicate``: every pendulum configuration the verdict reads on ``seeds`` is retrained so, and the verdict is
+    computed again with those seeds' values replaced (the verdict under numeric noise, measured)."""
 
     seeds: list[int] = Field(min_length=1)
-    configs: list[str] = Field(min_length=1)  # "<field or baseline>@<D>" on the pendulum
+    configs: list[str] = Field(default_factory=list)  # "<field or baseline>@<D>" on the pendulum
+    replicate: bool = False
+
+    @model_validator(mode="after")
+    def _something(self) -> StabilityConfig:
+        if not self.configs and not self.replicate:
+            raise ValueError("stability needs configs or replicate: true")
+        return self
 
 
 class TrainConfig(Section):

@@ -25,7 +25,7 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.denots.config import PAPER, EvaluateInputs, load_evaluate
 from stages.denots.expectations import results_suite, runs_suite
-from stages.denots.grid import RunSpec, build_model, forward, run_grid
+from stages.denots.grid import RunSpec, build_model, config_grid, forward, reads_for_verdict, run_grid
 from stages.denots.io import SplitTensors, Task, load_tasks, perturbed_task
 from stages.denots.neural_cde import SolverDiverged, SolverSettings, base_solver, interpolate_real_time
 
@@ -210,6 +210,42 @@ def stability_rows(results: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+def perturbed_replicate(results: pd.DataFrame) -> pd.DataFrame:
+    """The chosen-lr runs of the seeds that have one-ulp reruns, each rerun standing in for its original
+    (same configuration, group and seed): what the verdict would have read had the inputs been one ulp larger."""
+    r = results[results.lr_chosen]
+    twins = r[r.group == "perturbed"]
+    seeds = sorted(twins.seed_index.unique())
+    base = r[(r.group != "perturbed") & r.seed_index.isin(seeds)]
+    by_config = twins.assign(config_id=twins.config_id.str.removesuffix("__ulp")).set_index("config_id")
+    rows = []
+    for _, row in base.iterrows():
+        if row.config_id in by_config.index:
+            twin = by_config.loc[row.config_id].copy()
+            twin["config_id"], twin["group"] = row.config_id, row.group
+            rows.append(twin.reindex(row.index))
+        else:
+            rows.append(row)
+    return pd.DataFrame(rows, columns=base.columns)
+
+
+def replicate_metrics(results: pd.DataFrame, inputs: EvaluateInputs) -> dict[str, Any] | None:
+    """Per-seed verdict metrics of the one-ulp replicate, beside the originals of the same seeds (None without one).
+
+    ``complete``: every configuration the verdict reads on these seeds was rerun, so every metric moved as it would."""
+    stability = inputs.train.stability
+    if stability is None or not stability.replicate:
+        return None
+    replicate = perturbed_replicate(results)
+    seeds = sorted(int(x) for x in replicate.seed_index.unique())
+    per_seed, _ = verdict_metrics(replicate, inputs)
+    twins = set(results[results.lr_chosen & (results.group == "perturbed")].config_id.str.removesuffix("__ulp"))
+    needed = {spec.config_id for spec in config_grid(inputs.train)
+              if spec.seed_index in seeds and spec.group != "perturbed" and reads_for_verdict(spec, inputs.train)}
+    return {"seeds": seeds, "per_seed": per_seed, "complete": needed <= twins,
+            "rerun": len(needed & twins), "needed": len(needed)}
+
+
 def describe(inputs: EvaluateInputs) -> str:
     """The grid and training protocol in words, for the report."""
     t = inputs.train
@@ -284,6 +320,7 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
                 "score_floors": {"pendulum": inputs.evaluate.pendulum_score_floor,
                                  "vowels": inputs.evaluate.vowels_score_floor},
                 "stability": stability_rows(results),
+                "replicate": replicate_metrics(results, inputs),
                 "tolerance_field": sweep.field if (sweep := inputs.train.pendulum.tolerance_sweep) else None},
                paths.evaluation)
     return {k: float(np.mean(v)) for k, v in per_seed.items()}

@@ -68,13 +68,29 @@ def config_grid(cfg: TrainConfig) -> list[RunSpec]:
                          for t in task.tolerance_sweep.tolerances]
             runs += [RunSpec(dataset, b, "", 1.0, *base, s, "baseline") for b in cfg.baselines.models]
     if cfg.stability is not None:
+        if cfg.stability.replicate:
+            runs += [replace(r, group="perturbed") for r in list(runs)
+                     if r.seed_index in cfg.stability.seeds and reads_for_verdict(r, cfg)]
+        listed = {r.config_id for r in runs if r.group == "perturbed"}
         for s in cfg.stability.seeds:
             for c in cfg.stability.configs:
                 name, _, d = c.partition("@")
                 is_field = name in cfg.pendulum.fields
-                runs.append(RunSpec("pendulum", "denots" if is_field else name, name if is_field else "", float(d),
-                                    *base, s, "perturbed"))
+                spec = RunSpec("pendulum", "denots" if is_field else name, name if is_field else "", float(d),
+                               *base, s, "perturbed")
+                if spec.config_id not in listed:
+                    runs.append(spec)
     return runs
+
+
+def reads_for_verdict(spec: RunSpec, cfg: TrainConfig) -> bool:
+    """Whether a pendulum verdict metric reads this configuration: the default field at every D (DeNOTS's D is
+    chosen on validation), every field at D = 1 and the longest D, the tolerance sweep and every baseline."""
+    if spec.dataset != "pendulum":
+        return False
+    if spec.group != "horizon" or spec.field == cfg.denots_field:
+        return True
+    return spec.horizon in (1.0, max(cfg.pendulum.horizons))
 
 
 def run_grid(cfg: TrainConfig) -> list[RunSpec]:

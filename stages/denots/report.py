@@ -279,10 +279,9 @@ def stability_summary(ev: dict[str, Any], results: pd.DataFrame) -> dict[str, An
         return {"rows": [], "max": None, "seed_std": None}
     chosen = results[results.lr_chosen & (results.group != "perturbed")]
     stds = []
+    unseeded = chosen.config_id.str.rsplit("__s", n=1).str[0]
     for row in rows:
-        dataset, name, d = row["config"].split("__")[:3]
-        g = chosen[(chosen.dataset == dataset) & (chosen.name == name) & (chosen.horizon == float(d[1:]))
-                   & (chosen.group != "tolerance")]
+        g = chosen[unseeded == row["config"].rsplit("__s", 1)[0]]
         stds.append(float(g.test_score.std(ddof=1)) if len(g) > 1 else float("nan"))
     table = [{**{k: (f"{v:.3f}" if isinstance(v, float) else v) for k, v in row.items()},
               "seed std (same config)": f"{sd:.3f}"} for row, sd in zip(rows, stds, strict=True)]
@@ -316,6 +315,68 @@ def margin_rows(claim: Any, thresholds: dict[str, float], spread: float | None, 
     return rows
 
 
+def replicate_values(claim: Any, cfg: ReportInputs, ev: dict[str, Any]) -> dict[str, list[float | None]] | None:
+    """Per check: the per-seed values with the one-ulp replicate's values in place of its seeds' (None without one)."""
+    rep = ev.get("replicate")
+    if not rep:
+        return None
+    position = {s: i for i, s in enumerate(ev["seeds"])}
+    out = {}
+    for check, o in zip(cfg.verdict.checks, claim.checks, strict=True):
+        values = list(o.values)
+        for s, v in zip(rep["seeds"], rep["per_seed"][check.metric], strict=True):
+            values[position[s]] = v
+        out[check.name] = values
+    return out
+
+
+def replicate_summary(claim: Any, cfg: ReportInputs, ev: dict[str, Any], timings: dict[str, float],
+                      profile: str) -> dict[str, Any] | None:
+    """The verdict again with the replicate's values, and per check its status and the change on the replaced seeds."""
+    values = replicate_values(claim, cfg, ev)
+    if values is None:
+        return None
+    rep = ev["replicate"]
+    measured = {c.metric: values[c.name] for c in cfg.verdict.checks}
+    again = gated_verdict(decide_claim(CARD, cfg.verdict, measured, seeds=ev["seeds"], profile=profile,
+                                       timings=timings), cfg.gates)
+    position = [ev["seeds"].index(s) for s in rep["seeds"]]
+    rows, changes = [], {}
+    for o, a in zip(claim.checks, again.checks, strict=True):
+        before = [o.values[i] for i in position]
+        after = [values[o.name][i] for i in position]
+        moved = [abs(x - y) for x, y in zip(before, after, strict=True) if x is not None and y is not None]
+        changes[o.name] = max(moved) if moved else None
+        rows.append({"check": o.name, **{f"seed {s}": f"{x:+.3f}" if x is not None else "n/a"
+                                        for s, x in zip(rep["seeds"], before, strict=True)},
+                     **{f"seed {s}, +1 ulp": f"{y:+.3f}" if y is not None else "n/a"
+                        for s, y in zip(rep["seeds"], after, strict=True)},
+                     "status": o.status, "status, +1 ulp": a.status})
+    return {"rows": rows, "verdict": again.verdict, "same": again.verdict == claim.verdict, "changes": changes,
+            "seeds": rep["seeds"], "complete": bool(rep["complete"]), "rerun": rep["rerun"], "needed": rep["needed"]}
+
+
+def replicate_margin_rows(claim: Any, cfg: ReportInputs, changes: dict[str, float | None]) -> list[dict[str, Any]]:
+    """Per check: its distance to a decision against its own one-ulp change. A check on every seed: the nearest
+    per-seed value to the threshold; a check on the mean: the deciding bound, against the change over n seeds."""
+    rows = []
+    for check, o in zip(cfg.verdict.checks, claim.checks, strict=True):
+        vals = [v for v in o.values if v is not None]
+        change = changes.get(o.name)
+        if not vals or change is None:
+            continue
+        if check.over == "mean" and len(vals) >= 2:
+            _, low, high = check.mean_bounds(vals)
+            bound = low if (check.op == ">=") == (o.status != "fails") else high
+            margin, shift, read = abs(bound - check.threshold), change / len(vals), "one-sided bound of the mean"
+        else:
+            margin, shift, read = min(abs(v - check.threshold) for v in vals), change, "nearest seed"
+        rows.append({"check": o.name, "read on": read, "distance to the threshold": f"{margin:.3f}",
+                     "its one-ulp change (÷ seeds for a mean)": f"{shift:.3f}",
+                     "could flip under numeric noise": "yes" if margin <= shift else "no"})
+    return rows
+
+
 def divergence_flips(cfg: ReportInputs, ev: dict[str, Any]) -> dict[str, bool]:
     """Per check on a count of divergences: whether any one-ulp rerun diverged where its original did not, or back."""
     flipped = any(len(set(r["diverged"].split("/"))) > 1 for r in ev.get("stability", []))
@@ -340,6 +401,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                        timings=timings, measured=headline), cfg.gates)
     thresholds = {c.name: c.threshold for c in cfg.verdict.checks}
     stability = stability_summary(ev, all_runs)
+    replicate = replicate_summary(claim, cfg, ev, timings, ctx.profile)
     paths.plots.mkdir(parents=True, exist_ok=True)
     plot_score_vs_horizon(results, ev, paths.plots / "score_vs_horizon.png")
     has_nfe = plot_score_vs_nfe(results, ev, paths.plots / "score_vs_nfe.png")
@@ -351,7 +413,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     chosen = [{"check": k, **c} for k, rows in ev["chosen"].items() for c in rows]
     metrics = {"per_seed": ev["per_seed"], "configs": metrics_summary(results), "verdict": claim.verdict,
                "diverged_runs": n_div, "runs": n_runs, "stability": ev.get("stability", []),
-               "max_one_ulp_change": stability["max"]}
+               "max_one_ulp_change": stability["max"],
+               "verdict_one_ulp_replicate": replicate["verdict"] if replicate else None}
     odes = results[results.model == "denots"]
     cap = int(results[results.dataset == "pendulum"].step_cap.max())
     write_report(paths, claim, metrics, timings, ev=ev, n_runs=n_runs, n_div=n_div, reasons=reasons,
@@ -366,7 +429,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  findings=field_findings(results, floor_of("pendulum", ev)),
                  d_long=max(results[results.dataset == "pendulum"].horizon),
                  lrs=lr_rows(all_runs), per_field=per_field_rows(ev), stability=stability,
-                 margins=margin_rows(claim, thresholds, stability["max"], divergence_flips(cfg, ev)), gates=cfg.gates,
+                 margins=(replicate_margin_rows(claim, cfg, replicate["changes"]) if replicate else
+                          margin_rows(claim, thresholds, stability["max"], divergence_flips(cfg, ev))),
+                 replicate=replicate, gates=cfg.gates,
                  fixed_lr=bool(ev.get("fixed_lr")), processes=int(ev["processes"]),
                  power_rows=seeds_to_decide(claim, thresholds),
                  vowels_ceiling={k: mean_std(ev["per_seed"][k], 3) for k in ("best_baseline_vowels",

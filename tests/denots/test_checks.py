@@ -11,9 +11,9 @@ import pytest
 
 from stages.core.config import ConfigError
 from stages.denots.config import load_evaluate
-from stages.denots.evaluate import is_divergent, verdict_metrics
+from stages.denots.evaluate import is_divergent, perturbed_replicate, replicate_metrics, verdict_metrics
 from stages.denots.fitting import n_workers
-from stages.denots.grid import config_grid
+from stages.denots.grid import config_grid, reads_for_verdict
 from stages.denots.report import budget_counts, field_findings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,9 +41,9 @@ def _results(inputs, scores: dict[tuple[str, float], list[float]], diverged: dic
     for spec in config_grid(inputs.train):
         key = (spec.name, spec.horizon)
         s = spec.seed_index
-        score = scores.get(key, [0.2] * 3)[s] if spec.group != "tolerance" else 0.1
-        div = diverged.get(key, [False] * 3)[s]
-        best = baseline_best.get(spec.name, [50] * 3)[s] if spec.group == "baseline" else 50
+        score = scores.get(key, [0.2] * 4)[s] if spec.group != "tolerance" else 0.1
+        div = diverged.get(key, [False] * 4)[s]
+        best = baseline_best.get(spec.name, [50] * 4)[s] if spec.group == "baseline" else 50
         rows.append({**spec.__dict__, "run_id": replace(spec, lr=0.01).run_id, "config_id": spec.config_id,
                      "lr_chosen": True, "val_score": score, "test_score": math.nan if div else score,
                      "test_nfe": 10.0, "diverged": div, "best_step": best, "step_cap": cap})
@@ -53,21 +53,69 @@ def _results(inputs, scores: dict[tuple[str, float], list[float]], diverged: dic
 def test_feedback_checks_see_a_field_that_diverges_at_both_horizons():
     inputs = load_evaluate(ROOT / "params.yaml")
     d_long = max(inputs.train.pendulum.horizons)
-    scores = {("anti_feedback", 1.0): [0.3, 0.3, 0.3], ("anti_feedback", d_long): [0.9, 0.6, 0.4],
-              ("strict_feedback", 1.0): [0.0] * 3, ("strict_feedback", d_long): [0.0] * 3,
-              ("gru_delta", 1.0): [0.9, 0.8, 0.95]}
-    div = {("strict_feedback", 1.0): [True, False, False], ("strict_feedback", d_long): [True, True, False]}
-    per_seed, _ = verdict_metrics(_results(inputs, scores, div, {"gru_delta": [100, 40, 100]}), inputs)
+    scores = {("anti_feedback", 1.0): [0.3, 0.3, 0.3, 0.3], ("anti_feedback", d_long): [0.9, 0.6, 0.4, 0.5],
+              ("strict_feedback", 1.0): [0.0] * 4, ("strict_feedback", d_long): [0.0] * 4,
+              ("gru_delta", 1.0): [0.9, 0.8, 0.95, 0.85]}
+    div = {("strict_feedback", 1.0): [True, False, False, False],
+           ("strict_feedback", d_long): [True, True, False, False]}
+    results = _results(inputs, scores, div, {"gru_delta": [100, 40, 100, 40]})
+    per_seed, _ = verdict_metrics(results, inputs)
     floor = inputs.evaluate.pendulum_score_floor
     # a field diverged at both D has R²(D_max) − R²(D = 1) = floor − floor = 0 on seed 0: the old check passed it
     assert per_seed["long_vs_d1__strict_feedback"][0] == 0.0
-    assert per_seed["long_r2__strict_feedback"] == [floor, floor, 0.0]
-    assert per_seed["diverged__strict_feedback"] == [2.0, 1.0, 0.0]
-    assert per_seed["long_r2__anti_feedback"] == pytest.approx([0.9, 0.6, 0.4])
-    assert per_seed["diverged__anti_feedback"] == [0.0, 0.0, 0.0]
-    assert per_seed["best_baseline_pendulum"] == pytest.approx([0.9, 0.8, 0.95])
+    assert per_seed["long_r2__strict_feedback"] == [floor, floor, 0.0, 0.0]
+    assert per_seed["diverged__strict_feedback"] == [2.0, 1.0, 0.0, 0.0]
+    assert per_seed["long_r2__anti_feedback"] == pytest.approx([0.9, 0.6, 0.4, 0.5])
+    assert per_seed["diverged__anti_feedback"] == [0.0, 0.0, 0.0, 0.0]
+    assert per_seed["best_baseline_pendulum"] == pytest.approx([0.9, 0.8, 0.95, 0.85])
     # gru_delta reached its best validation loss at the cap on seeds 0 and 2
-    assert per_seed["baselines_best_at_cap"] == [1.0, 0.0, 1.0]
+    assert per_seed["baselines_best_at_cap"] == [1.0, 0.0, 1.0, 0.0]
+
+
+def test_the_replicate_reruns_every_pendulum_configuration_the_verdict_reads_on_its_seeds():
+    cfg = load_evaluate(ROOT / "params.yaml").train
+    grid = config_grid(cfg)
+    twins = {s.config_id.removesuffix("__ulp") for s in grid if s.group == "perturbed"}
+    seed0 = [s for s in grid if s.group != "perturbed" and s.seed_index in cfg.stability.seeds]
+    read = {s.config_id for s in seed0 if reads_for_verdict(s, cfg)}
+    assert twins == read and len(twins) == len([s for s in grid if s.group == "perturbed"])  # no duplicates
+    assert all(s.dataset == "pendulum" for s in grid if s.group == "perturbed")
+    # the tolerance run and every baseline are read; a field other than DeNOTS's at an intermediate D is not
+    groups = {s.group for s in seed0 if s.config_id in read}
+    assert groups == {"horizon", "tolerance", "baseline"}
+    middle = [s for s in seed0 if s.group == "horizon" and 1.0 < s.horizon < max(cfg.pendulum.horizons)]
+    assert {s.field for s in middle if s.config_id in read} == {cfg.denots_field}
+
+
+def _with_twins(results: pd.DataFrame, moved: dict[tuple[str, float], float]) -> pd.DataFrame:
+    """``results`` plus a one-ulp twin of every seed-0 configuration; the twin's score is ``moved`` or the same."""
+    base = results[(results.seed_index == 0) & (results.group != "perturbed") & (results.dataset == "pendulum")]
+    twins = base.copy()
+    twins["group"] = "perturbed"
+    twins["config_id"] = twins.config_id + "__ulp"
+    for (name, d), score in moved.items():
+        at = (twins.field.where(twins.model == "denots", twins.model) == name) & (twins.horizon == d) & \
+             (base.group == "horizon").to_numpy()
+        twins.loc[at, ["val_score", "test_score"]] = score
+    return pd.concat([results[results.group != "perturbed"], twins], ignore_index=True)
+
+
+def test_the_replicate_puts_each_rerun_in_place_of_its_original_on_its_seed_only():
+    inputs = load_evaluate(ROOT / "params.yaml")
+    d_long = max(inputs.train.pendulum.horizons)
+    scores = {("anti_feedback", 1.0): [0.3] * 4, ("anti_feedback", d_long): [0.9, 0.6, 0.4, 0.5],
+              ("gru_delta", 1.0): [0.9, 0.8, 0.95, 0.85]}
+    results = _with_twins(_results(inputs, scores, {}, {}), {("anti_feedback", d_long): 0.2})
+    replicate = perturbed_replicate(results)
+    assert set(replicate.seed_index) == {0} and "perturbed" not in set(replicate.group)
+    assert len(replicate) == len(results[(results.group != "perturbed") & (results.seed_index == 0)])
+    per_seed, _ = verdict_metrics(replicate, inputs)
+    assert per_seed["long_r2__anti_feedback"] == pytest.approx([0.2])         # the twin's score
+    assert per_seed["long_vs_d1__anti_feedback"] == pytest.approx([0.2 - 0.3])
+    assert per_seed["best_baseline_pendulum"] == pytest.approx([0.9])          # an unmoved twin: same value
+    rep = replicate_metrics(results, inputs)
+    assert rep["seeds"] == [0] and rep["complete"] and rep["rerun"] == rep["needed"]
+    assert rep["per_seed"]["long_r2__anti_feedback"] == pytest.approx([0.2])
 
 
 def test_budget_counts_read_lr_edges_and_the_step_cap():

@@ -7,7 +7,7 @@ from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_json, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.denots import config, fitting
-from stages.denots.grid import RunSpec, run_grid
+from stages.denots.grid import RunSpec, config_grid, reads_for_verdict, run_grid
 from stages.denots.io import load_tasks
 from tests.smoke import report_outs
 
@@ -35,7 +35,10 @@ def test_train_records_every_run_and_saves_the_ones_that_finished(smoke_repo):
     assert saved == set(runs.run_id[~runs.diverged])
     assert set(runs.lr) == set(cfg.lrs) and runs.groupby("config_id").size().eq(len(cfg.lrs)).all()
     assert (runs.steps <= cfg.trainer.max_steps).all() and (runs.best_step <= runs.steps).all()
-    assert (runs.group == "perturbed").sum() == len(cfg.stability.seeds) * len(cfg.stability.configs) * len(cfg.lrs)
+    read = {s.config_id for s in config_grid(cfg) if s.group != "perturbed" and s.seed_index in cfg.stability.seeds
+            and reads_for_verdict(s, cfg)}
+    perturbed = runs[runs.group == "perturbed"]
+    assert set(perturbed.config_id.str.removesuffix("__ulp")) == read and len(perturbed) == len(read) * len(cfg.lrs)
 
 
 def test_saved_checkpoint_is_the_best_validation_one(smoke_repo):
@@ -71,7 +74,14 @@ def test_evaluation_has_every_verdict_metric_per_seed(smoke_repo):
     rule = smoke_repo.config(f"{PAPER}-report").verdict
     assert {c.metric for c in rule.checks} <= set(ev["per_seed"])
     assert all(len(v) == 2 for v in ev["per_seed"].values())
-    assert len(ev["stability"]) == 1 and ev["stability"][0]["config"].startswith("pendulum__anti_feedback__D3")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    read = [s for s in config_grid(cfg) if s.group != "perturbed" and s.seed_index in cfg.stability.seeds
+            and reads_for_verdict(s, cfg)]
+    assert sorted(r["config"] for r in ev["stability"]) == sorted(s.config_id for s in read)
+    rep = ev["replicate"]
+    assert rep["seeds"] == cfg.stability.seeds and rep["complete"] and rep["rerun"] == rep["needed"] == len(read)
+    assert {c.metric for c in rule.checks} <= set(rep["per_seed"])
+    assert all(len(v) == len(cfg.stability.seeds) for v in rep["per_seed"].values())
     res = read_parquet(paths.results)
     ode = res[(res.model == "denots") & ~res.diverged]
     assert (ode.test_nfe > 0).all()
@@ -91,6 +101,8 @@ def test_report_writes_claim_and_plots(smoke_repo):
     assert f"Counts: {len(run_grid(cfg))} trained runs" in text
     assert f"at most {cfg.trainer.max_steps} Adam steps per run with early stopping, {cfg.n_seeds} seeds" in text
     assert "DeNOTS: Stable Deep Neural ODEs for Time Series" in text and "## Rule history" in text
+    assert "### The verdict under numeric noise, measured" in text
+    assert read_json(paths.metrics)["verdict_one_ulp_replicate"] in VERDICTS
     assert f"the {len(fields)} fields within ±10%" in text
 
 
