@@ -352,28 +352,38 @@ def replicate_summary(claim: Any, cfg: ReportInputs, ev: dict[str, Any], timings
                      **{f"seed {s}, +1 ulp": f"{y:+.3f}" if y is not None else "n/a"
                         for s, y in zip(rep["seeds"], after, strict=True)},
                      "status": o.status, "status, +1 ulp": a.status})
+    flipped = [o.name for o, a in zip(claim.checks, again.checks, strict=True) if o.status != a.status]
     return {"rows": rows, "verdict": again.verdict, "same": again.verdict == claim.verdict, "changes": changes,
+            "flipped": flipped, "values": values,
             "seeds": rep["seeds"], "complete": bool(rep["complete"]), "rerun": rep["rerun"], "needed": rep["needed"]}
 
 
-def replicate_margin_rows(claim: Any, cfg: ReportInputs, changes: dict[str, float | None]) -> list[dict[str, Any]]:
-    """Per check: its distance to a decision against its own one-ulp change. A check on every seed: the nearest
-    per-seed value to the threshold; a check on the mean: the deciding bound, against the change over n seeds."""
+def decisive_value(check: Any, values: list[float | None]) -> float | None:
+    """What decides a check: the one-sided bound of the mean on the passing side (a mean check), else the seed
+    value nearest the failing side (a check on every seed). None without a finite value."""
+    vals = [v for v in values if v is not None and np.isfinite(v)]
+    if not vals or (check.over == "mean" and len(vals) < 2):
+        return None
+    if check.over == "mean":
+        _, low, high = check.mean_bounds(vals)
+        return low if check.op == ">=" else high
+    return min(vals) if check.op == ">=" else max(vals)
+
+
+def replicate_margin_rows(claim: Any, cfg: ReportInputs, values: dict[str, list[float | None]]
+                          ) -> list[dict[str, Any]]:
+    """Per check: the value that decides it (the mean's bound, or the worst seed) in this run and with the one-ulp
+    replicate in place of its seeds, against the threshold: the bound moves with the replaced seed's value and with
+    the spread it adds, so the comparison is made on the bound itself, not on the seed's change over n."""
     rows = []
     for check, o in zip(cfg.verdict.checks, claim.checks, strict=True):
-        vals = [v for v in o.values if v is not None]
-        change = changes.get(o.name)
-        if not vals or change is None:
-            continue
-        if check.over == "mean" and len(vals) >= 2:
-            _, low, high = check.mean_bounds(vals)
-            bound = low if (check.op == ">=") == (o.status != "fails") else high
-            margin, shift, read = abs(bound - check.threshold), change / len(vals), "one-sided bound of the mean"
-        else:
-            margin, shift, read = min(abs(v - check.threshold) for v in vals), change, "nearest seed"
-        rows.append({"check": o.name, "read on": read, "distance to the threshold": f"{margin:.3f}",
-                     "its one-ulp change (÷ seeds for a mean)": f"{shift:.3f}",
-                     "could flip under numeric noise": "yes" if margin <= shift else "no"})
+        before, after = decisive_value(check, o.values), decisive_value(check, values[o.name])
+        rows.append({"check": o.name, "read on": "one-sided bound of the mean" if check.over == "mean" else
+                     "worst seed", "threshold": f"{check.op} {check.threshold:g}",
+                     "this run": "n/a" if before is None else f"{before:+.3f}",
+                     "seed 0 at +1 ulp": "n/a" if after is None else f"{after:+.3f}",
+                     "passes, this run / +1 ulp": f"{'yes' if check.passes(before) else 'no'} / "
+                                                  f"{'yes' if check.passes(after) else 'no'}"})
     return rows
 
 
@@ -429,7 +439,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  findings=field_findings(results, floor_of("pendulum", ev)),
                  d_long=max(results[results.dataset == "pendulum"].horizon),
                  lrs=lr_rows(all_runs), per_field=per_field_rows(ev), stability=stability,
-                 margins=(replicate_margin_rows(claim, cfg, replicate["changes"]) if replicate else
+                 margins=(replicate_margin_rows(claim, cfg, replicate["values"]) if replicate else
                           margin_rows(claim, thresholds, stability["max"], divergence_flips(cfg, ev))),
                  replicate=replicate, gates=cfg.gates,
                  fixed_lr=bool(ev.get("fixed_lr")), processes=int(ev["processes"]),
