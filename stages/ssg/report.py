@@ -95,6 +95,21 @@ def validation_rows(results: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
+def edge_choices(results: pd.DataFrame, evaluation: dict[str, Any]) -> list[str]:
+    """Chosen knobs at the outer edge of their validation grid: an SSG β at the largest β tried, a T at the smallest."""
+    val = results[results.split == "val"]
+    edges = []
+    for s in evaluation["seeds"]:
+        for arm in SSG_ARMS:
+            top = float(val[val.arm == arm].beta.max())
+            if s["chosen"][arm]["beta"] == top:
+                edges.append(f"{arm} seed {s['seed_index']} (β = {top:g}, the largest)")
+        low = float(val[val.arm == "temperature"].temperature.min())
+        if s["chosen"]["temperature"]["temperature"] == low:
+            edges.append(f"temperature seed {s['seed_index']} (T = {low:g}, the smallest)")
+    return edges
+
+
 def hf_rows(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
     """Mean over seeds of the per-scale high-frequency share, per arm, beside the real test images' tokens."""
     scales = evaluation["scales"]
@@ -224,7 +239,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "chosen": [s["chosen"] for s in evaluation["seeds"]], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=evaluation, tok=tok, n_seeds=n_seeds, fd=mean_fd,
                  recon_fd=recon_fd, arm_rows=arm_rows(results, evaluation), val_rows=validation_rows(results),
-                 hf_rows=hf_rows(evaluation), cost_rows=cost_rows(evaluation), gates=cfg.gates,
+                 hf_rows=hf_rows(evaluation), edges=edge_choices(results, evaluation),
+                 cost_rows=cost_rows(evaluation), gates=cfg.gates,
                  per_seed=per_seed, var=var, history=RULES, sizing=SIZING, target_parameters=ISSUE_TARGET_PARAMETERS,
                  paper_grid=PAPER_GRID, size_reason=SIZE_REASON, run_note=RUN_NOTE,
                  train_gflops=var["step_flops"] * var["max_steps"] * var["n_seeds"] / timings["train"] / 1e9,

@@ -177,3 +177,17 @@ def test_batch_loader_covers_every_sequence_once_per_epoch_in_seeded_order():
     assert all(torch.equal(b[0][:, 0], b[2]) for b in batches)  # rows stay aligned across tensors
     again = list(batch_loader(data, 4, seed=7))
     assert all(torch.equal(a[2], b[2]) for a, b in zip(batches, again, strict=True))
+
+
+def test_edge_choices_name_knobs_at_the_outer_edge_of_their_grid():
+    import pandas as pd
+
+    from stages.ssg.report import edge_choices
+
+    rows = [{"split": "val", "arm": a, "beta": b, "temperature": 1.0}
+            for a in ("ssg_dse", "ssg_bilinear", "ssg_nearest") for b in (0.5, 1.0)]
+    rows += [{"split": "val", "arm": "temperature", "beta": 0.0, "temperature": t} for t in (0.6, 0.8)]
+    chosen = {"ssg_dse": {"beta": 1.0}, "ssg_bilinear": {"beta": 0.5}, "ssg_nearest": {"beta": 0.0},
+              "temperature": {"temperature": 0.6}}
+    edges = edge_choices(pd.DataFrame(rows), {"seeds": [{"seed_index": 0, "chosen": chosen}]})
+    assert edges == ["ssg_dse seed 0 (β = 1, the largest)", "temperature seed 0 (T = 0.6, the smallest)"]
