@@ -114,22 +114,23 @@ def sample(model: NextScaleTransformer, codebook: torch.Tensor, labels: torch.Te
            top_k: int, generator: torch.Generator, cost: Cost | None = None) -> list[torch.Tensor]:
     """Code grids of every scale for the given labels: next-scale sampling with guidance, SSG and top-k.
 
-    Each scale reruns the transformer on the whole prefix (block-causal, so this equals a cached run), conditional
-    and unconditional rows in one batch. The prior of scale k is built from scale k−1's guided log-probabilities
-    before SSG, so the two arms see the same model prediction and differ only in the rule.
+    Each scale runs the transformer on its own positions only, with the keys and values of the coarser scales cached
+    (block-causal, so this equals a run on the whole prefix); conditional and unconditional rows in one batch. The
+    prior of scale k is built from scale k−1's guided log-probabilities before SSG, so the two arms see the same
+    model prediction and differ only in the rule.
     """
     scales, grid = model.scales, model.scales[-1]
     b = len(labels)
     both = torch.cat([labels, torch.full_like(labels, model.null_class)])
     f_hat = torch.zeros(b, codebook.shape[1], grid, grid)
-    inputs = torch.zeros(b, 0, codebook.shape[1])
+    step_in = torch.zeros(b, 0, codebook.shape[1])
+    cache: list[tuple[torch.Tensor, torch.Tensor]] = []
     prev: torch.Tensor | None = None
     codes: list[torch.Tensor] = []
     for k, side in enumerate(scales):
         if k > 0:
             step_in = downsample(f_hat, side).flatten(2).transpose(1, 2)
-            inputs = torch.cat([inputs, step_in], dim=1)
-        logits = model(both, inputs.repeat(2, 1, 1))[:, -side * side:]
+        logits = model.forward_cached(both, step_in.repeat(2, 1, 1), cache)
         if cost is not None:
             cost.forward_rows += 2 * b
             cost.calls += 1

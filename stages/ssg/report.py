@@ -16,6 +16,7 @@ from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mea
 from stages.core.stage import StageContext, Step, inp
 from stages.ssg.config import PAPER, ReportInputs, load_report
 from stages.ssg.expectations import results_suite, train_log_suite
+from stages.ssg.history import ISSUE_TARGET_PARAMETERS, PAPER_GRID, RULES, RUN_NOTE, SIZE_REASON, SIZING
 
 TIMED_STEPS = ("data", "tokenizer", "train", "evaluate")
 ARMS = ["none", "ssg_dse", "ssg_bilinear", "ssg_nearest", "temperature", "marginal", "reconstruction"]
@@ -92,6 +93,21 @@ def validation_rows(results: pd.DataFrame) -> list[dict[str, Any]]:
         r.update({f"seed {int(s)}": f"{fd:.2f}" for s, fd in zip(part.seed_index, part.fd, strict=True)})
         rows.append(r)
     return rows
+
+
+def edge_choices(results: pd.DataFrame, evaluation: dict[str, Any]) -> list[str]:
+    """Chosen knobs at the outer edge of their validation grid: an SSG β at the largest β tried, a T at the smallest."""
+    val = results[results.split == "val"]
+    edges = []
+    for s in evaluation["seeds"]:
+        for arm in SSG_ARMS:
+            top = float(val[val.arm == arm].beta.max())
+            if s["chosen"][arm]["beta"] == top:
+                edges.append(f"{arm} seed {s['seed_index']} (β = {top:g}, the largest)")
+        low = float(val[val.arm == "temperature"].temperature.min())
+        if s["chosen"]["temperature"]["temperature"] == low:
+            edges.append(f"temperature seed {s['seed_index']} (T = {low:g}, the smallest)")
+    return edges
 
 
 def hf_rows(evaluation: dict[str, Any]) -> list[dict[str, Any]]:
@@ -216,12 +232,22 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     none = np.array(fd["none"])
     gains = {a: ((none - np.array(fd[a])) / none).tolist() for a in SAMPLED if a != "none"}
     recall = mean_recall(results)
+    var = read_json(paths.var_manifest)
+    naive_name = next(c.name for c in cfg.verdict.checks if c.metric == "dse_gain_over_best_naive")
+    naive_check = next(c for c in claim.checks if c.name == naive_name)
     metrics = {"per_seed": per_seed, "test_fd": fd, "reconstruction_fd": recon_fd,
                "chosen": [s["chosen"] for s in evaluation["seeds"]], "verdict": claim.verdict}
     write_report(paths, claim, metrics, timings, ev=evaluation, tok=tok, n_seeds=n_seeds, fd=mean_fd,
                  recon_fd=recon_fd, arm_rows=arm_rows(results, evaluation), val_rows=validation_rows(results),
-                 hf_rows=hf_rows(evaluation), cost_rows=cost_rows(evaluation), gates=cfg.gates,
-                 per_seed=per_seed, var=read_json(paths.var_manifest),
+                 hf_rows=hf_rows(evaluation), edges=edge_choices(results, evaluation),
+                 cost_rows=cost_rows(evaluation), gates=cfg.gates,
+                 per_seed=per_seed, var=var, history=RULES, sizing=SIZING, target_parameters=ISSUE_TARGET_PARAMETERS,
+                 paper_grid=PAPER_GRID, size_reason=SIZE_REASON, run_note=RUN_NOTE,
+                 train_gflops=var["step_flops"] * var["max_steps"] * var["n_seeds"] / timings["train"] / 1e9,
+                 epochs=var["max_steps"] * var["batch_size"] / var["n_train_sequences"],
+                 naive_holds=naive_check.status == "holds",
+                 naive_values=", ".join(f"{v:+.3f}" for v in per_seed["dse_gain_over_best_naive"]),
+                 naive_mean=float(np.mean(per_seed["dse_gain_over_best_naive"])),
                  gain_rows=[{"arm": a, "relative FD gain over none, per seed": ", ".join(f"{g:+.3f}" for g in v),
                              "mean": f"{float(np.mean(v)):+.3f}"} for a, v in gains.items()],
                  gain_mean={a: float(np.mean(v)) for a, v in gains.items()},

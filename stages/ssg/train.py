@@ -10,6 +10,7 @@ import lightning
 import pandas as pd
 import torch
 from torch.nn import functional as F
+from torch.utils.flop_counter import FlopCounterMode
 
 from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
@@ -51,7 +52,8 @@ class NextScaleModule(lightning.LightningModule):
         return loss
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        opt = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+        opt = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay,
+                                foreach=True)
         sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=self.cfg.lr, total_steps=self.cfg.trainer.max_steps,
                                                     pct_start=0.1)
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
@@ -61,6 +63,24 @@ def teacher_inputs(codebook: torch.Tensor, tokens: torch.Tensor, scales: list[in
     """The next-scale inputs of every sequence, in batches."""
     return torch.cat([next_scale_inputs(codebook, split_codes(tokens[i:i + 1000], scales), scales, scales[-1])
                       for i in range(0, len(tokens), 1000)])
+
+
+def batch_loader(data: tuple[torch.Tensor, ...], batch_size: int, seed: int) -> torch.utils.data.DataLoader:
+    """Shuffled batches that index the tensors once per batch (no per-sample collate); the seed fixes the order."""
+    sampler = torch.utils.data.BatchSampler(
+        torch.utils.data.RandomSampler(range(len(data[0])), generator=torch.Generator().manual_seed(seed)),
+        batch_size, drop_last=False)
+    return torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*data), batch_size=None, sampler=sampler)
+
+
+def step_flops(model: NextScaleTransformer, data: tuple[torch.Tensor, ...], batch_size: int) -> float:
+    """FLOPs of one training step (forward and backward of one batch; torch's counter: matrix products, attention)."""
+    tokens, inputs, labels = (t[:batch_size] for t in data)
+    with FlopCounterMode(display=False) as counter:
+        logits = model(labels, inputs)
+        F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens.reshape(-1)).backward()
+    model.zero_grad(set_to_none=True)
+    return float(counter.get_total_flops())
 
 
 @torch.inference_mode()
@@ -76,7 +96,7 @@ def mean_loss(model: NextScaleTransformer, tokens: torch.Tensor, inputs: torch.T
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train ``n_seeds`` transformers (a seed: initialisation, batch order and label dropout); validation loss."""
-    cap_threads(cfg.max_threads)
+    threads = cap_threads(cfg.max_threads)
     vq, manifest = load_vq(paths.tokenizer)
     scales, seq_len = manifest["scales"], manifest["seq_len"]
     codebook = vq.codebook.weight.detach()
@@ -92,9 +112,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
             model = NextScaleTransformer(manifest["codebook_size"], manifest["code_dim"], N_CLASSES, scales,
                                          cfg.d_model, cfg.n_layers, cfg.n_heads)
             module = NextScaleModule(model, cfg)
-            loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(*data["train"]),
-                                                 batch_size=cfg.batch_size, shuffle=True,
-                                                 generator=torch.Generator().manual_seed(seed))
+            loader = batch_loader(data["train"], cfg.batch_size, seed)
             epochs = -(-cfg.trainer.max_steps * cfg.batch_size // len(data["train"][0]))
             build_trainer(cfg.trainer, max_epochs=epochs).fit(module, loader)
             model.eval()
@@ -103,9 +121,13 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                           "val_loss": mean_loss(model, *data["val"]), "steps": int(module.global_step)})
             save_safetensors(dict(model.state_dict()), folder / f"var_s{s}.safetensors")
         n_params = sum(p.numel() for p in model.parameters())
+        flops = step_flops(model.train(), data["train"], cfg.batch_size)
         write_json({"codebook_size": manifest["codebook_size"], "code_dim": manifest["code_dim"],
                     "n_classes": N_CLASSES, "scales": scales, "d_model": cfg.d_model, "n_layers": cfg.n_layers,
-                    "n_heads": cfg.n_heads, "n_seeds": cfg.n_seeds, "n_parameters": n_params, "seeds": seeds},
+                    "n_heads": cfg.n_heads, "n_seeds": cfg.n_seeds, "n_parameters": n_params,
+                    "n_train_sequences": len(data["train"][0]), "batch_size": cfg.batch_size,
+                    "max_steps": cfg.trainer.max_steps, "lr": cfg.lr, "threads": threads,
+                    "step_flops": flops, "seeds": seeds},
                    folder / "manifest.json", finite=True)
     log = pd.DataFrame(rows)
     validate_table(log, f"{PAPER}.train_log", train_log_suite(len(log)))

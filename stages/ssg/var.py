@@ -84,6 +84,34 @@ class NextScaleTransformer(nn.Module):
             x = block(x)
         return self.head(self.ln(x))
 
+    def forward_cached(self, labels: torch.Tensor, new_inputs: torch.Tensor,
+                       cache: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+        """Logits of the next positions only, reusing the keys and values of earlier ones (``cache``, one (k, v) per
+        block, extended in place); equals the matching rows of :meth:`forward` on the whole prefix.
+
+        The first call (empty cache) adds the class positions of scale 1 before ``new_inputs`` (B, t, D).
+        """
+        c = self.class_emb(labels)[:, None]
+        start = cache[0][0].shape[2] if cache else 0
+        x = self.word_embed(new_inputs)
+        if start == 0:
+            x = torch.cat([c.expand(-1, self.scales[0] ** 2, -1), x], dim=1)
+        b, t, d = x.shape
+        x = x + self.pos[start:start + t] + self.level_emb(self.level[start:start + t]) + c
+        for i, block in enumerate(self.blocks):
+            attn = block.attn
+            q, k, v = attn.qkv(block.ln1(x)).split(d, dim=-1)
+            q, k, v = (z.view(b, t, attn.n_heads, d // attn.n_heads).transpose(1, 2) for z in (q, k, v))
+            if i < len(cache):
+                k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
+                cache[i] = (k, v)
+            else:
+                cache.append((k, v))
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=~attn.mask[start:start + t, :start + t])
+            x = x + attn.proj(out.transpose(1, 2).reshape(b, t, d))
+            x = x + block.mlp(block.ln2(x))
+        return self.head(self.ln(x))
+
 
 def load_var(folder: Path, seed_index: int) -> tuple[NextScaleTransformer, dict[str, Any]]:
     """One seed's trained transformer (``var_s<i>.safetensors``) from the train folder, eval mode, and the manifest."""

@@ -133,6 +133,18 @@ def test_transformer_is_block_causal():
     assert torch.allclose(a[:, :5], b[:, :5], atol=1e-6) and not torch.allclose(a[:, 5:], b[:, 5:])
 
 
+def test_cached_forward_equals_the_full_prefix_forward_scale_by_scale():
+    torch.manual_seed(0)
+    model = NextScaleTransformer(8, 3, 10, [1, 2, 3], 16, 2, 2).eval()
+    labels, inputs = torch.tensor([1, 4]), torch.randn(2, 4 + 9, 3)
+    full = model(labels, inputs)
+    cache: list = []
+    parts = [model.forward_cached(labels, inputs[:, :0], cache), model.forward_cached(labels, inputs[:, :4], cache),
+             model.forward_cached(labels, inputs[:, 4:], cache)]
+    assert [p.shape[1] for p in parts] == [1, 4, 9] and cache[0][0].shape[2] == 14
+    assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-5)
+
+
 def test_sampler_beta_zero_equals_no_guidance_and_counts_passes():
     torch.manual_seed(0)
     model = NextScaleTransformer(8, 3, 10, [1, 2, 4], 16, 1, 2).eval()
@@ -153,3 +165,29 @@ def test_high_frequency_share_by_hand():
     checker = [flat[0], torch.tensor([[[0, 1], [1, 0]]])]
     assert scale_high_frequency_share(codebook, flat) == pytest.approx([0.0], abs=1e-6)
     assert scale_high_frequency_share(codebook, checker) == pytest.approx([1.0], abs=1e-6)
+
+
+def test_batch_loader_covers_every_sequence_once_per_epoch_in_seeded_order():
+    from stages.ssg.train import batch_loader
+
+    data = (torch.arange(10)[:, None].repeat(1, 3), torch.zeros(10, 2, 1), torch.arange(10))
+    batches = list(batch_loader(data, 4, seed=7))
+    assert [len(b[2]) for b in batches] == [4, 4, 2]
+    assert sorted(torch.cat([b[2] for b in batches]).tolist()) == list(range(10))
+    assert all(torch.equal(b[0][:, 0], b[2]) for b in batches)  # rows stay aligned across tensors
+    again = list(batch_loader(data, 4, seed=7))
+    assert all(torch.equal(a[2], b[2]) for a, b in zip(batches, again, strict=True))
+
+
+def test_edge_choices_name_knobs_at_the_outer_edge_of_their_grid():
+    import pandas as pd
+
+    from stages.ssg.report import edge_choices
+
+    rows = [{"split": "val", "arm": a, "beta": b, "temperature": 1.0}
+            for a in ("ssg_dse", "ssg_bilinear", "ssg_nearest") for b in (0.5, 1.0)]
+    rows += [{"split": "val", "arm": "temperature", "beta": 0.0, "temperature": t} for t in (0.6, 0.8)]
+    chosen = {"ssg_dse": {"beta": 1.0}, "ssg_bilinear": {"beta": 0.5}, "ssg_nearest": {"beta": 0.0},
+              "temperature": {"temperature": 0.6}}
+    edges = edge_choices(pd.DataFrame(rows), {"seeds": [{"seed_index": 0, "chosen": chosen}]})
+    assert edges == ["ssg_dse seed 0 (β = 1, the largest)", "temperature seed 0 (T = 0.6, the smallest)"]
