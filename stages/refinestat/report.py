@@ -324,6 +324,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  generator=Path(PATHS["lm"]).name, n_methods=len(METHODS), n_per_seed=n_per_seed, margin=margin,
                  p_seed=p_seed, p_all=p_seed ** n_seeds, p_seed_pilot=p_seed_pilot,
                  p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows,
+                 p_seed_double=seed_clears_probability(rep.paper_run_rates, 2 * n_per_seed, margin),
                  null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
                  trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
                  wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),

@@ -33,8 +33,13 @@ class PilotConfig(Section):
     run_rates: dict[Method, float]
     submitted: dict[Method, float]
     tokens_per_attempt: dict[Method, float]
+    prompt_end_seeds: list[int]
+    prompt_end_token_budget: int = Field(ge=1)
+    prompt_end_max_statements: int = Field(ge=1)
     prompt_end_run_rate: dict[str, float]
     prompt_end_submitted: dict[str, float]
+    prompt_end_masked: dict[str, float]
+    prompt_end_tokens_per_s: dict[str, float]
     decode_tokens_per_s: float = Field(gt=0)
     sandbox_run_s: float = Field(gt=0)
     sandbox_runs: int = Field(ge=0)
