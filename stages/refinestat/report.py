@@ -325,6 +325,8 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  p_seed=p_seed, p_all=p_seed ** n_seeds, p_seed_pilot=p_seed_pilot,
                  p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows,
                  p_seed_double=seed_clears_probability(rep.paper_run_rates, 2 * n_per_seed, margin),
+                 null_share_max=max([x for x in per_seed["null_within_tolerance_fraction"]
+                                     if x is not None and np.isfinite(x)], default=0.0),
                  null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
                  trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
                  wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),

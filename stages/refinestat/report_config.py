@@ -59,6 +59,7 @@ class GemmaConfig(Section):
     """Gemma-3-270M measured beside SmolLM2 (why it was not adopted)."""
 
     decode_tokens_per_s: float = Field(gt=0)
+    load: str
     vocab: int = Field(ge=1)
     smollm2_vocab: int = Field(ge=1)
 
