@@ -6,7 +6,7 @@ its own global seed, so its splits and sampling streams are not the default run'
 completes and runs a program, the tokens, masked draws and resampled statements per attempt, and the
 decoding and sandbox throughput, as one JSON document.
 
-    python -m stages.refinestat.pilot --lm models/assets/smollm2-135m --seed 101 --seeds 0 1 --out pilot.json
+    PYTHONPATH=. python benchmarks/refinestat_pilot.py --seed 101 --seeds 0 1 --out pilot.json
 """
 
 from __future__ import annotations
