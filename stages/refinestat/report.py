@@ -17,6 +17,7 @@ from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mea
 from stages.core.stage import StageContext, Step, inp
 from stages.refinestat.config import METHODS, PAPER
 from stages.refinestat.expectations import programs_suite, versions_suite
+from stages.refinestat.generator import Trace
 from stages.refinestat.pipeline import PATHS
 from stages.refinestat.reliability import CHECKS
 from stages.refinestat.report_config import ReportStepInputs, load_report_step
@@ -162,10 +163,10 @@ def trace_rows(programs: pd.DataFrame, trace: pd.DataFrame) -> list[dict[str, An
             continue
         masked = t[t.event == "masked"]
         kinds = masked.reason.str.split(":").str[0].value_counts()
-        rows.append({"method": m, "attempts": len(att), "masked draws / attempt": f"{len(masked) / len(att):.1f}",
+        rows.append({"method": m, "attempts": len(att), "masked draws / attempt": f"{att.masked.mean():.1f}",
                      "dead ends / attempt": f"{(t.event == 'dead_end').sum() / len(att):.1f}",
                      "resampled statements / attempt": f"{(t.event == 'resampled').sum() / len(att):.1f}",
-                     "masked by": ", ".join(f"{k} {v}" for k, v in kinds.items()) or "–"})
+                     "logged masked draws by kind": ", ".join(f"{k} {v}" for k, v in kinds.items()) or "–"})
     return rows
 
 
@@ -175,7 +176,8 @@ def trace_examples(trace: pd.DataFrame, n: int) -> list[dict[str, Any]]:
     rows = []
     for kind, g in masked.groupby(masked.reason.str.split(":").str[0]):
         r = g.iloc[0]
-        rows.append({"kind": kind, "line so far": f"`{r.prefix[-60:]}`", "masked token": f"`{r.token!s}`",
+        head = r.prefix if len(r.prefix) <= 60 else "…" + r.prefix[-60:]
+        rows.append({"kind": kind, "line so far": f"`{head}`", "masked token": f"`{r.token!s}`",
                      "probability": f"{r.prob:.3f}", "reason": r.reason})
     return rows[:n]
 
@@ -329,6 +331,13 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                                      if x is not None and np.isfinite(x)], default=0.0),
                  null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
                  trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
+                 trace_limit=Trace().limit,
+                 gate_failures={c.name: [i for i, v in enumerate(per_seed[c.metric])
+                                         if v is None or not np.isfinite(v) or not c.passes(v)]
+                                for c in cfg.verdict.checks if c.name in cfg.report.gates},
+                 claims_per_seed={c.name: [bool(v is not None and np.isfinite(v) and c.passes(v))
+                                           for v in per_seed[c.metric]]
+                                  for c in cfg.verdict.checks if c.name not in cfg.report.gates},
                  wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
                  n_distinct=int(programs[programs.n_versions > 0].program.nunique()),
                  decode_s=decode_s, tokens_per_s=float(ok.tokens.sum()) / decode_s if decode_s > 0 else math.nan,
