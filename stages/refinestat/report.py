@@ -17,7 +17,6 @@ from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mea
 from stages.core.stage import StageContext, Step, inp
 from stages.refinestat.config import METHODS, PAPER
 from stages.refinestat.expectations import programs_suite, versions_suite
-from stages.refinestat.generator import Trace
 from stages.refinestat.pipeline import PATHS
 from stages.refinestat.reliability import CHECKS
 from stages.refinestat.report_config import ReportStepInputs, load_report_step
@@ -331,7 +330,8 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                                      if x is not None and np.isfinite(x)], default=0.0),
                  null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
                  trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
-                 trace_limit=Trace().limit,
+                 trace_max=int(trace.groupby(["seed_index", "task", "arm", "attempt"]).size().max()) if len(trace)
+                 else 0,
                  gate_failures={c.name: [i for i, v in enumerate(per_seed[c.metric])
                                          if v is None or not np.isfinite(v) or not c.passes(v)]
                                 for c in cfg.verdict.checks if c.name in cfg.report.gates},
