@@ -24,6 +24,8 @@ METRICS = (
     "run_rate_refinestat_minus_unconstrained",
     "run_rate_syntax",
     "run_rate_unconstrained",
+    "scripted_control_accepts",
+    "null_within_tolerance_fraction",
 )
 TaskName = Literal["eight_schools", "dugongs", "diabetes"]
 Method = Literal["unconstrained", "syntax", "refinestat"]
@@ -97,7 +99,13 @@ class GenerateConfig(Section):
     max_statements: int = Field(ge=2, le=30)
     max_line_tokens: int = Field(ge=8, le=256)
     n_shots: int = Field(ge=1, le=6)
+    prompt_end: Literal["indent", "healed", "newline"]
+    max_checks: int = Field(ge=1, le=100000)
+    max_resamples: int = Field(ge=0, le=100)
+    script_token_budget: int = Field(ge=16, le=20000)
+    script_line_tokens: int = Field(ge=8, le=1000)
     max_threads: MaxThreads
+    workers: int = Field(ge=1, le=8)
 
     @model_validator(mode="after")
     def _check(self) -> GenerateConfig:

@@ -42,23 +42,30 @@ def diabetes_table() -> pd.DataFrame:
     return frame
 
 
+def standardise_on(values: np.ndarray, fit: np.ndarray) -> np.ndarray:
+    """Every value standardised with the mean and standard deviation of the fit rows alone (held-out rows never
+    inform the transform)."""
+    ref = values[fit]
+    return (values - ref.mean()) / ref.std(ddof=1)
+
+
 def long_rows(task: str, split: int, role: str, columns: dict[str, np.ndarray]) -> list[dict[str, Any]]:
     """One row per value of one split's role."""
     return [{"task": task, "split": split, "role": role, "row": i, "variable": v, "value": float(x)}
             for v, values in columns.items() for i, x in enumerate(values)]
 
 
-def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Write every task's data; the held-out rows of a split are never used to fit or to select."""
+def build_table(cfg: DataConfig, tables: Path, seed: int) -> pd.DataFrame:
+    """Every task's data, split per seed index under a global seed; held-out rows never fit or select anything."""
     rows: list[dict[str, Any]] = []
     for task in cfg.tasks:
         for split in range(cfg.n_splits):
-            gen = rng(ctx.seed, PAPER, "split", task, split)
+            gen = rng(seed, PAPER, "split", task, split)
             if task == "eight_schools":
-                t = read_table(paths.tables / "eight_schools.csv", "eight_schools", eight_schools_suite)
+                t = read_table(tables / "eight_schools.csv", "eight_schools", eight_schools_suite)
                 rows += long_rows(task, split, "fit", {"y": t.y.to_numpy(), "sigma": t.sigma.to_numpy()})
             elif task == "dugongs":
-                t = read_table(paths.tables / "dugongs.csv", "dugongs", dugongs_suite)
+                t = read_table(tables / "dugongs.csv", "dugongs", dugongs_suite)
                 n_held = max(1, round(cfg.heldout_fraction * len(t)))
                 order = gen.permutation(len(t))
                 for role, idx in (("fit", np.sort(order[n_held:])), ("heldout", np.sort(order[:n_held]))):
@@ -66,14 +73,20 @@ def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                           "y": t.length.to_numpy()[idx]})
             else:
                 t = diabetes_table()
-                bmi = (t.bmi.to_numpy() - t.bmi.mean()) / t.bmi.std()
                 order = gen.permutation(len(t))
                 fit, held = order[:cfg.diabetes_n_fit], order[cfg.diabetes_n_fit:cfg.diabetes_n_fit
                                                               + cfg.diabetes_n_heldout]
+                bmi = standardise_on(t.bmi.to_numpy(), fit)
                 for role, idx in (("fit", np.sort(fit)), ("heldout", np.sort(held))):
                     rows += long_rows(task, split, role, {"bmi": bmi[idx], "y": t.target.to_numpy()[idx]})
     table = pd.DataFrame(rows)
     validate_table(table, f"{PAPER}.tasks", tasks_suite(len(table), list(cfg.tasks)))
+    return table
+
+
+def run(cfg: DataConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Write every task's data; the held-out rows of a split are never used to fit or to select."""
+    table = build_table(cfg, paths.tables, ctx.seed)
     write_parquet(table, paths.tasks)
     return {"n_values": len(table)}
 

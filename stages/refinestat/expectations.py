@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 ROLES = ["fit", "heldout"]
-ARMS = ["unconstrained", "syntax", "refinestat", "expert", "misspecified"]
+ARMS = ["unconstrained", "syntax", "refinestat", "expert", "misspecified", "null", "scripted_unconstrained",
+        "scripted_syntax", "scripted_refinestat"]
 OUTCOMES = ["ok", "error", "cpu", "timeout", "memory", "crash", "none"]
 
 

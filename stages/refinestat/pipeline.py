@@ -7,4 +7,5 @@ PATHS = {
     "lm": "models/assets/smollm2-135m",
     "programs": "data/refinestat/programs.parquet",
     "versions": "data/refinestat/versions.parquet",
+    "trace": "data/refinestat/trace.parquet",
 }

@@ -41,6 +41,7 @@ CARD = PaperCard(
 class Paths(ReportPaths):
     programs: Path = inp("returned program per (seed, task, arm, attempt) with its diagnostics")
     versions: Path = inp("every sandbox run")
+    trace: Path = inp("the masking and rejection trace")
 
 
 def returned_program(part: pd.DataFrame) -> pd.Series | None:
@@ -73,13 +74,21 @@ def _value(x: Any) -> float:
     return math.nan if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
 
 
+def _gap(p: pd.DataFrame, task: str, arm: str, expert: pd.Series) -> float:
+    """The predictive score of an arm's (first) program minus the expert's on one task, nan if either is missing."""
+    rows = p[(p.task == task) & (p.arm == arm)]
+    return math.nan if rows.empty else _value(rows.iloc[0].predictive) - _value(expert.predictive)
+
+
 def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> dict[str, list[float | None]]:
-    """Per-seed verdict metrics: gates (experts reliable, expert vs mis-specified separation, tasks where some
-    method runs) and claims (run-rate margins, RefineStat's predictive density within tolerance of the expert)."""
+    """Per-seed verdict metrics: gates (experts reliable, expert vs mis-specified separation, the scripted positive
+    control writes the valid program, tasks where some method runs) and claims (run-rate margins, RefineStat's
+    predictive density within tolerance of the expert); the null model's share within tolerance beside them."""
     out: dict[str, list[float | None]] = {k: [] for k in (
         "run_rate_unconstrained", "run_rate_syntax", "run_rate_refinestat", "run_rate_refinestat_minus_unconstrained",
         "run_rate_refinestat_minus_syntax", "expert_reliability_min", "reliability_separation_min",
-        "conclusive_tasks", "heldout_within_tolerance_fraction")}
+        "scripted_control_accepts", "conclusive_tasks", "heldout_within_tolerance_fraction",
+        "null_within_tolerance_fraction")}
     for s in range(n_seeds):
         p = programs[programs.seed_index == s]
         rates = {m: float(p[p.arm == m].runnable.mean()) if (p.arm == m).any() else math.nan for m in METHODS}
@@ -92,6 +101,10 @@ def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> d
         control = {t: p[(p.task == t) & (p.arm == "misspecified")].iloc[0] for t in tasks}
         out["expert_reliability_min"].append(float(min(expert[t].score for t in tasks)))
         out["reliability_separation_min"].append(float(min(expert[t].score - control[t].score for t in tasks)))
+        scripted = [p[(p.task == t) & (p.arm == "scripted_refinestat")] for t in tasks]
+        out["scripted_control_accepts"].append(float(np.mean([
+            bool(not g.empty and g.iloc[0].runnable and g.iloc[0].program == "\n".join(TASKS[t].expert))
+            for t, g in zip(tasks, scripted, strict=True)])))
         conclusive = [t for t in tasks if p[(p.task == t) & p.arm.isin(METHODS)].runnable.any()]
         out["conclusive_tasks"].append(len(conclusive) / len(tasks))
         within = []
@@ -100,7 +113,72 @@ def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> d
             gap = math.nan if chosen is None else _value(chosen.predictive) - _value(expert[t].predictive)
             within.append(bool(np.isfinite(gap) and gap >= -tolerance))
         out["heldout_within_tolerance_fraction"].append(float(np.mean(within)) if within else math.nan)
+        nulls = [_gap(p, t, "null", expert[t]) for t in tasks]
+        out["null_within_tolerance_fraction"].append(
+            float(np.mean([np.isfinite(g) and g >= -tolerance for g in nulls])) if (p.arm == "null").any()
+            else math.nan)
     return out
+
+
+def null_rows(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> list[dict[str, Any]]:
+    """Per task and seed: the expert's and the null model's predictive score per point, and the null's gap."""
+    rows = []
+    for task in sorted(set(programs.task)):
+        for s in range(n_seeds):
+            p = programs[(programs.task == task) & (programs.seed_index == s)]
+            if p.empty or not (p.arm == "null").any():
+                continue
+            e, n = p[p.arm == "expert"].iloc[0], p[p.arm == "null"].iloc[0]
+            gap = _value(n.predictive) - _value(e.predictive)
+            rows.append({"task": task, "seed": s, "expert": f"{_value(e.predictive):.3f}",
+                         "null model": f"{_value(n.predictive):.3f} ({int(n.score)}/7)", "null - expert": f"{gap:+.3f}",
+                         f"within {tolerance:g}": "yes" if np.isfinite(gap) and gap >= -tolerance else "no"})
+    return rows
+
+
+def scripted_rows(programs: pd.DataFrame, trace: pd.DataFrame) -> list[dict[str, Any]]:
+    """The scripted positive control per task and arm (first seed): the program's first statement, whether it is
+    the valid (expert) program, tokens, masked draws, the sandbox outcome."""
+    rows = []
+    p = programs[(programs.seed_index == 0) & programs.arm.str.startswith("scripted_")]
+    for _, r in p.sort_values(["task", "arm"]).iterrows():
+        first = str(r.program).split("\n")[0] if r.program else "(none)"
+        rows.append({"task": r.task, "method": r.arm.removeprefix("scripted_"),
+                     "first statement": f"`{first}`", "valid program": "yes" if r.program == "\n".join(
+                         TASKS[r.task].expert) else "no", "tokens": int(r.tokens), "masked draws": int(r.masked),
+                     "sandbox": str(r.outcome) + (f" ({str(r.error).split(':')[0]})" if not r.runnable and r.error
+                                                  else "")})
+    return rows
+
+
+def trace_rows(programs: pd.DataFrame, trace: pd.DataFrame) -> list[dict[str, Any]]:
+    """Per method (LM attempts): masked draws, dead ends and resampled statements per attempt, and the masked
+    draws by the kind of constraint that removed them."""
+    rows = []
+    for m in METHODS:
+        att = programs[programs.arm == m]
+        t = trace[trace.arm == m]
+        if att.empty:
+            continue
+        masked = t[t.event == "masked"]
+        kinds = masked.reason.str.split(":").str[0].value_counts()
+        rows.append({"method": m, "attempts": len(att), "masked draws / attempt": f"{att.masked.mean():.1f}",
+                     "dead ends / attempt": f"{(t.event == 'dead_end').sum() / len(att):.1f}",
+                     "resampled statements / attempt": f"{(t.event == 'resampled').sum() / len(att):.1f}",
+                     "logged masked draws by kind": ", ".join(f"{k} {v}" for k, v in kinds.items()) or "–"})
+    return rows
+
+
+def trace_examples(trace: pd.DataFrame, n: int) -> list[dict[str, Any]]:
+    """The first masked draws of RefineStat's LM attempts of different kinds (one per constraint kind)."""
+    masked = trace[(trace.arm == "refinestat") & (trace.event == "masked")]
+    rows = []
+    for kind, g in masked.groupby(masked.reason.str.split(":").str[0]):
+        r = g.iloc[0]
+        head = r.prefix if len(r.prefix) <= 60 else "…" + r.prefix[-60:]
+        rows.append({"kind": kind, "line so far": f"`{head}`", "masked token": f"`{r.token!s}`",
+                     "probability": f"{r.prob:.3f}", "reason": r.reason})
+    return rows[:n]
 
 
 def method_rows(programs: pd.DataFrame, n_seeds: int, min_passing: int) -> list[dict[str, Any]]:
@@ -121,6 +199,7 @@ def method_rows(programs: pd.DataFrame, n_seeds: int, min_passing: int) -> list[
                          "first draft runs": mean_std(per_seed(lambda g: g.first_runnable.mean()), 2),
                          f"reliable (>= {min_passing}/7)": reliable,
                          "tokens / attempt": mean_std(per_seed(lambda g: g.tokens.mean()), 0),
+                         "masked draws / attempt": mean_std(per_seed(lambda g: g.masked.mean()), 1),
                          "resampled lines / attempt": mean_std(per_seed(lambda g: g.resampled.mean()), 1),
                          "sandbox runs / attempt": mean_std(per_seed(lambda g: g.n_versions.mean()), 1)})
     return rows
@@ -136,8 +215,10 @@ def predictive_rows(programs: pd.DataFrame, n_seeds: int) -> list[dict[str, Any]
                 continue
             row: dict[str, Any] = {"task": task, "seed": s,
                                    "score": "held-out lpd / point" if TASKS[task].exchangeable else "ELPD-LOO / point"}
-            for arm in ("expert", "misspecified", *METHODS):
-                chosen = (p[p.arm == arm].iloc[0] if arm in ("expert", "misspecified")
+            for arm in ("expert", "misspecified", "null", *METHODS):
+                if not (p.arm == arm).any():
+                    continue
+                chosen = (p[p.arm == arm].iloc[0] if arm in ("expert", "misspecified", "null")
                           else returned_program(p[p.arm == arm]))
                 missing = chosen is None or chosen.predictive is None or not np.isfinite(chosen.predictive)
                 ran = chosen is not None and bool(chosen.runnable)
@@ -172,7 +253,7 @@ def plot_run_rates(programs: pd.DataFrame, path: Path) -> None:
 
 def plot_reliability(versions: pd.DataFrame, path: Path) -> None:
     """Distribution of the reliability score of every sandbox run, per arm (-1: did not run)."""
-    arms = [a for a in ("expert", "misspecified", *METHODS) if (versions.arm == a).any()]
+    arms = [a for a in ("expert", "misspecified", "null", *METHODS) if (versions.arm == a).any()]
     with figure(path, figsize=(6.4, 3.8)) as (_, ax):
         bins = np.arange(-1.5, 8.5, 1.0)
         width = 0.8 / len(arms)
@@ -188,12 +269,13 @@ def plot_reliability(versions: pd.DataFrame, path: Path) -> None:
 def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict and write the report."""
     programs = read_parquet(paths.programs, columns=["seed_index", "task", "arm", "attempt", "runnable", "score",
-                                                     "outcome",
-                                                     "predictive", "tokens", "first_runnable", "resampled",
-                                                     "n_versions", "error"])
+                                                     "outcome", "program", "predictive", "tokens", "first_runnable",
+                                                     "resampled", "masked", "n_versions", "error", "decode_s"])
     validate_table(programs, f"{PAPER}.programs", programs_suite(len(programs)))
     versions = read_parquet(paths.versions, columns=["seed_index", "task", "arm", "attempt", "version", "score"])
     validate_table(versions, f"{PAPER}.versions", versions_suite(len(versions)))
+    trace = read_parquet(paths.trace, columns=["seed_index", "task", "arm", "attempt", "event", "prefix", "token",
+                                               "prob", "reason"])
     n_seeds = int(programs.seed_index.max()) + 1
     timings = read_timings(paths.timings, TIMED_STEPS)
     tol = cfg.report.heldout_tolerance
@@ -204,17 +286,18 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     plot_run_rates(programs, paths.plots / "run_rates.png")
     plot_reliability(versions, paths.plots / "reliability.png")
     ok = programs[programs.arm.isin(METHODS)]
-    outcomes = (versions[versions.arm.isin(METHODS)].merge(programs[["seed_index", "task", "arm", "attempt"]])
-                if not versions.empty else versions)
     examples = {m: next(iter(ok[(ok.arm == m) & ok.runnable].sort_values(["seed_index", "task", "attempt"])
                              .program), "") for m in METHODS}
     drafts = {m: {"tokens": float(ok[ok.arm == m].tokens.mean()), "resampled": float(ok[ok.arm == m].resampled.mean()),
+                  "masked": float(ok[ok.arm == m].masked.mean()),
                   "complete": float((ok[ok.arm == m].n_versions > 0).mean()),
-                  "runs": float(ok[ok.arm == m].n_versions.mean())} for m in METHODS if (ok.arm == m).any()}
+                  "runs": float(ok[ok.arm == m].n_versions.mean()),
+                  "run_rate": float(ok[ok.arm == m].runnable.mean()),
+                  "first": float(ok[ok.arm == m].first_runnable.mean())} for m in METHODS if (ok.arm == m).any()}
     metrics = {"per_seed": per_seed, "verdict": claim.verdict,
-               "run_rate": {m: float(ok[ok.arm == m].runnable.mean()) for m in METHODS if (ok.arm == m).any()},
-               "tokens_per_attempt": {m: float(ok[ok.arm == m].tokens.mean()) for m in METHODS if (ok.arm == m).any()}}
-    rep, siz = cfg.context, cfg.context.sizing
+               "run_rate": {m: d["run_rate"] for m, d in drafts.items()},
+               "tokens_per_attempt": {m: d["tokens"] for m, d in drafts.items()}}
+    rep = cfg.context
     tasks = sorted(set(programs.task))
     n_attempts = int(ok.groupby(["seed_index", "task", "arm"]).size().max())
     n_per_seed = len(tasks) * n_attempts
@@ -222,35 +305,42 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     margin = max(margins.get("run_rate_refinestat_minus_unconstrained", 0.0),
                  margins.get("run_rate_refinestat_minus_syntax", 0.0))
     p_seed = seed_clears_probability(rep.paper_run_rates, n_per_seed, margin)
-    controls = programs[programs.arm.isin(["expert", "misspecified"])]
+    p_seed_pilot = seed_clears_probability(rep.pilot.run_rates, n_per_seed, margin)
+    controls = programs[programs.arm.isin(["expert", "misspecified", "null"])]
     unscored = controls[controls.runnable & ~np.isfinite(controls.predictive.astype(float))]
     unscored_rows = [{"task": t, "arm": a, "reliability per seed": ", ".join(f"{int(x)}/7" for x in g.score),
                       "held-out rebuild error": str(g.error.iloc[0])[:120]}
                      for (t, a), g in unscored.groupby(["task", "arm"])]
-    errors = error_kinds(ok[ok.arm.isin(["unconstrained", "syntax"]) & ~ok.runnable])
-    rs = ok[ok.arm == "refinestat"]
-    tokens_per_resample = (float(rs.tokens.sum() / rs.resampled.sum()) if len(rs) and rs.resampled.sum() > 0
-                           else math.nan)
-    n_methods = len(METHODS)
+    errors = error_kinds(ok[~ok.runnable & (ok.n_versions > 0)])
     wall_min = sum(timings.values()) / 60
+    decode_s = float(ok.decode_s.sum())
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, tol=tol, min_passing=cfg.min_passing,
                  per_seed=per_seed, method_rows=method_rows(programs, n_seeds, cfg.min_passing),
                  predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
-                 n_runs=len(outcomes), tasks=tasks, examples=examples, n_attempts=n_attempts,
+                 tasks=tasks, examples=examples, n_attempts=n_attempts,
                  token_budget=cfg.token_budget, max_runs=cfg.max_runs, drafts=drafts,
-                 any_runnable=bool(ok.runnable.any()), baseline_errors=errors,
-                 top_error=max(errors, key=lambda k: errors[k]) if errors else "",
+                 any_runnable=bool(ok.runnable.any()), errors=errors,
                  n_checks=len(CHECKS), rel=cfg.reliability, gen=cfg.generate, sampler=cfg.sampler,
-                 sandbox=cfg.sandbox, rep=rep, siz=siz,
-                 generator=Path(PATHS["lm"]).name, n_methods=n_methods, n_per_seed=n_per_seed, margin=margin,
-                 p_seed=p_seed, p_all=p_seed ** n_seeds, unscored_rows=unscored_rows,
-                 tokens_per_resample=tokens_per_resample, wall_min=wall_min,
-                 next_decode_min=(n_seeds * len(tasks) * n_methods * n_attempts * siz.next_token_budget
-                                  / siz.decode_tokens_per_s / 60),
-                 sandbox_factor=rep.paper_programs_per_task / n_attempts,
-                 registered_min=(siz.aborted_s_per_attempt * n_seeds * len(tasks) * n_methods
-                                 * siz.registered_n_programs / 60),
-                 n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
+                 sandbox=cfg.sandbox, rep=rep, pilot=rep.pilot, history=rep.history, gemma=rep.gemma,
+                 generator=Path(PATHS["lm"]).name, n_methods=len(METHODS), n_per_seed=n_per_seed, margin=margin,
+                 p_seed=p_seed, p_all=p_seed ** n_seeds, p_seed_pilot=p_seed_pilot,
+                 p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows,
+                 p_seed_double=seed_clears_probability(rep.paper_run_rates, 2 * n_per_seed, margin),
+                 null_share_max=max([x for x in per_seed["null_within_tolerance_fraction"]
+                                     if x is not None and np.isfinite(x)], default=0.0),
+                 null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
+                 trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
+                 trace_max=int(trace.groupby(["seed_index", "task", "arm", "attempt"]).size().max()) if len(trace)
+                 else 0,
+                 gate_failures={c.name: [i for i, v in enumerate(per_seed[c.metric])
+                                         if v is None or not np.isfinite(v) or not c.passes(v)]
+                                for c in cfg.verdict.checks if c.name in cfg.report.gates},
+                 claims_per_seed={c.name: [bool(v is not None and np.isfinite(v) and c.passes(v))
+                                           for v in per_seed[c.metric]]
+                                  for c in cfg.verdict.checks if c.name not in cfg.report.gates},
+                 wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
+                 n_distinct=int(programs[programs.n_versions > 0].program.nunique()),
+                 decode_s=decode_s, tokens_per_s=float(ok.tokens.sum()) / decode_s if decode_s > 0 else math.nan,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 

@@ -16,36 +16,62 @@ from stages.refinestat.config import (
     ReportConfig,
     SamplerConfig,
     SandboxConfig,
-    TaskName,
     load_report,
 )
 
 
-class SizingConfig(Section):
-    """Measurements before the verdict rule and the registered size, as the report's sizing history states them."""
+class PilotConfig(Section):
+    """The pilot before the verdict rule (its own global seed and seed set, fit rows only): per method run rate,
+    tokens per attempt, share of attempts that submitted a program; RefineStat's run rate per prompt ending;
+    the measured decoding and sandbox throughput and the machine's load."""
 
-    load: str
     global_seed: int
+    seeds: list[int]
+    load: str
+    n_attempts: int = Field(ge=1)
+    token_budget: int = Field(ge=1)
+    run_rates: dict[Method, float]
+    submitted: dict[Method, float]
+    tokens_per_attempt: dict[Method, float]
+    prompt_end_seeds: list[int]
+    prompt_end_token_budget: int = Field(ge=1)
+    prompt_end_max_statements: int = Field(ge=1)
+    prompt_end_run_rate: dict[str, float]
+    prompt_end_submitted: dict[str, float]
+    prompt_end_masked: dict[str, float]
+    prompt_end_tokens_per_s: dict[str, float]
     decode_tokens_per_s: float = Field(gt=0)
-    sandbox_run_s: tuple[float, float]
-    compile_s: float = Field(gt=0)
-    smoke_token_budget: tuple[int, int]
-    pilot_expert_scores: dict[TaskName, int]
-    pilot_misspecified_scores: dict[TaskName, int]
+    sandbox_run_s: float = Field(gt=0)
+    sandbox_runs: int = Field(ge=0)
     target_minutes: float = Field(gt=0)
-    registered_n_programs: int = Field(ge=1)
-    registered_token_budget: int = Field(ge=1)
-    aborted_s_per_attempt: float = Field(gt=0)
-    next_token_budget: int = Field(ge=1)
+
+
+class HistoryEntry(Section):
+    """An earlier verdict rule and what its default run gave."""
+
+    commit: str
+    size: str
+    rule: str
+    result: str
+
+
+class GemmaConfig(Section):
+    """Gemma-3-270M measured beside SmolLM2 (why it was not adopted)."""
+
+    decode_tokens_per_s: float = Field(gt=0)
+    load: str
+    vocab: int = Field(ge=1)
+    smollm2_vocab: int = Field(ge=1)
 
 
 class ContextConfig(Section):
-    """The paper's run rates and programs per data set, analytic null-model gaps (not runs), the sizing history."""
+    """The paper's run rates and programs per data set, the pilot, the rule history, the Gemma measurement."""
 
     paper_run_rates: dict[Method, float]
     paper_programs_per_task: int = Field(ge=1)
-    null_model_gaps: dict[TaskName, float]
-    sizing: SizingConfig
+    pilot: PilotConfig
+    history: list[HistoryEntry]
+    gemma: GemmaConfig
 
 
 class ReportStepInputs(Section):

@@ -1,289 +1,434 @@
-"""Statement-level constraints on generated PyMC programs (RefineStat §3.1, "semantic constraints").
+"""Statement constraints on generated PyMC programs (RefineStat §3.1), as an exact prefix checker.
 
-Syntax: a statement parses as one Python statement. Semantics (checked without running anything):
-the distribution exists, its parameter names are right, every name is declared before use, literal
-parameter values lie in the parameter's domain, and types fit (a positive parameter is not given a
-real-valued variable; the likelihood's support holds the observed data). A violating statement is
-resampled on its own by the generator.
+A statement has one form: ``name = pm.Dist("name", param=expr, ..., observed=data)`` (keyword arguments
+only, ``observed=`` last and only in the likelihood) or ``name = pm.Deterministic("name", expr)``, with
+single spaces around ``=`` and binary operators, and expressions built from numbers, names, ``(...)``,
+``+ - * / **`` and ``pm.math.exp / log / sigmoid(...)``. :func:`check_prefix` reads any prefix of a line
+and says whether it is ``dead`` (no completion is a valid statement), ``open`` (some completion is) or
+``complete`` (it is a valid statement). Because the form is this small the answer is exact, so the
+generator can mask every next token that would make the line dead (constrained decoding, §3.1).
+
+Two checkers share the form. ``semantic=False`` (the syntax-only baseline) checks the form alone: any
+callable, any keyword (not repeated), any name. ``semantic=True`` (RefineStat) adds the paper's semantic
+constraints: the distribution exists; the name argument is the variable's name; the parameter names are
+the distribution's and form one of its parametrisations; every name is declared before use and a name is
+not declared twice; literal parameter values lie in their domain (and Uniform's bounds are ordered); types
+fit (a positive parameter gets an expression that is positive by construction); the likelihood observes
+the task's data with a distribution whose support holds it, once the program has a random variable to infer.
 """
 
 from __future__ import annotations
 
-import ast
+import keyword
+import math
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
-REAL, POSITIVE, UNIT, COUNT = "real", "positive", "unit", "count"
-
-# distribution -> (parameters in positional order with their domain, the support of its values)
-DISTRIBUTIONS: dict[str, tuple[dict[str, str], str]] = {
-    "Normal": ({"mu": REAL, "sigma": POSITIVE, "tau": POSITIVE}, REAL),
-    "StudentT": ({"nu": POSITIVE, "mu": REAL, "sigma": POSITIVE}, REAL),
-    "Cauchy": ({"alpha": REAL, "beta": POSITIVE}, REAL),
-    "Laplace": ({"mu": REAL, "b": POSITIVE}, REAL),
-    "Logistic": ({"mu": REAL, "s": POSITIVE}, REAL),
-    "Uniform": ({"lower": REAL, "upper": REAL}, REAL),
-    "HalfNormal": ({"sigma": POSITIVE, "tau": POSITIVE}, POSITIVE),
-    "HalfCauchy": ({"beta": POSITIVE}, POSITIVE),
-    "HalfStudentT": ({"nu": POSITIVE, "sigma": POSITIVE}, POSITIVE),
-    "Exponential": ({"lam": POSITIVE, "scale": POSITIVE}, POSITIVE),
-    "Gamma": ({"alpha": POSITIVE, "beta": POSITIVE, "mu": POSITIVE, "sigma": POSITIVE}, POSITIVE),
-    "InverseGamma": ({"alpha": POSITIVE, "beta": POSITIVE}, POSITIVE),
-    "LogNormal": ({"mu": REAL, "sigma": POSITIVE}, POSITIVE),
-    "Weibull": ({"alpha": POSITIVE, "beta": POSITIVE}, POSITIVE),
-    "Beta": ({"alpha": POSITIVE, "beta": POSITIVE}, UNIT),
-    "Poisson": ({"mu": POSITIVE}, COUNT),
-    "NegativeBinomial": ({"mu": POSITIVE, "alpha": POSITIVE}, COUNT),
-    "Binomial": ({"n": COUNT, "p": UNIT}, COUNT),
-    "Bernoulli": ({"p": UNIT}, COUNT),
-}
-EXTRA_KEYWORDS = frozenset({"shape", "observed"})
-BUILTINS = frozenset({"pm", "len"})
-MATH_POSITIVE = frozenset({"exp", "sigmoid", "invlogit", "softplus"})
+REAL, POSITIVE, COUNT = "real", "positive", "count"
+ANY = "any"  # an expression context that accepts every expression
 
 
 @dataclass(frozen=True)
-class Statement:
-    """A parsed ``name = pm.Dist("name", ...)`` statement."""
+class Dist:
+    """A distribution: the domain of each parameter, the support of its values, and its parametrisations
+    (each: the parameters it allows, and those of them without a default)."""
 
-    target: str
-    func: str
-    call: ast.Call
-
-
-def parses(line: str) -> str | None:
-    """Syntax constraint: the line is exactly one Python statement (None if it is, else the reason)."""
-    try:
-        tree = ast.parse(line.strip())
-    except SyntaxError as err:
-        return f"syntax: {err.msg}"
-    if len(tree.body) != 1:
-        return f"syntax: {len(tree.body)} statements on one line"
-    return None
+    domains: dict[str, str]
+    support: str
+    parametrisations: tuple[tuple[frozenset[str], frozenset[str]], ...]
 
 
-def as_statement(line: str) -> tuple[Statement | None, str | None]:
-    """The statement's target, the ``pm`` callable and its call, or why it is not of that form."""
-    why = parses(line)
-    if why:
-        return None, why
-    node = ast.parse(line.strip()).body[0]
-    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-        return None, "form: not an assignment to one name"
-    call = node.value
-    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)
-            and isinstance(call.func.value, ast.Name) and call.func.value.id == "pm"):
-        return None, "form: the value is not a pm.<Distribution>(...) call"
-    return Statement(node.targets[0].id, call.func.attr, call), None
+def _p(allowed: str, required: str = "") -> tuple[frozenset[str], frozenset[str]]:
+    return frozenset(allowed.split()), frozenset(required.split())
 
 
-def check_distribution_exists(st: Statement) -> str | None:
-    """Every distribution exists (§3.1): ``pm.<func>`` is a known distribution or ``pm.Deterministic``."""
-    if st.func == "Deterministic" or st.func in DISTRIBUTIONS:
-        return None
-    return f"distribution: pm.{st.func} does not exist"
+DISTRIBUTIONS: dict[str, Dist] = {
+    "Normal": Dist({"mu": REAL, "sigma": POSITIVE, "tau": POSITIVE}, REAL, (_p("mu sigma"), _p("mu tau"))),
+    "StudentT": Dist({"nu": POSITIVE, "mu": REAL, "sigma": POSITIVE}, REAL, (_p("nu mu sigma", "nu"),)),
+    "Cauchy": Dist({"alpha": REAL, "beta": POSITIVE}, REAL, (_p("alpha beta", "alpha beta"),)),
+    "Laplace": Dist({"mu": REAL, "b": POSITIVE}, REAL, (_p("mu b", "mu b"),)),
+    "Logistic": Dist({"mu": REAL, "s": POSITIVE}, REAL, (_p("mu s"),)),
+    "Uniform": Dist({"lower": REAL, "upper": REAL}, REAL, (_p("lower upper"),)),
+    "HalfNormal": Dist({"sigma": POSITIVE, "tau": POSITIVE}, POSITIVE, (_p("sigma"), _p("tau"))),
+    "HalfCauchy": Dist({"beta": POSITIVE}, POSITIVE, (_p("beta", "beta"),)),
+    "HalfStudentT": Dist({"nu": POSITIVE, "sigma": POSITIVE}, POSITIVE, (_p("nu sigma"),)),
+    "Exponential": Dist({"lam": POSITIVE, "scale": POSITIVE}, POSITIVE, (_p("lam", "lam"), _p("scale", "scale"))),
+    "Gamma": Dist({"alpha": POSITIVE, "beta": POSITIVE, "mu": POSITIVE, "sigma": POSITIVE}, POSITIVE,
+                  (_p("alpha beta", "alpha beta"), _p("mu sigma", "mu sigma"))),
+    "InverseGamma": Dist({"alpha": POSITIVE, "beta": POSITIVE}, POSITIVE, (_p("alpha beta", "alpha beta"),)),
+    "LogNormal": Dist({"mu": REAL, "sigma": POSITIVE}, POSITIVE, (_p("mu sigma"),)),
+    "Weibull": Dist({"alpha": POSITIVE, "beta": POSITIVE}, POSITIVE, (_p("alpha beta", "alpha beta"),)),
+    "Poisson": Dist({"mu": POSITIVE}, COUNT, (_p("mu", "mu"),)),
+    "NegativeBinomial": Dist({"mu": POSITIVE, "alpha": POSITIVE}, COUNT, (_p("mu alpha", "mu alpha"),)),
+}
+DETERMINISTIC = "Deterministic"
+FUNCTIONS = {"pm.math.exp": POSITIVE, "pm.math.sigmoid": POSITIVE, "pm.math.log": REAL}
+BUILTINS = frozenset({"pm", "len", "np", "model"})
+# which likelihood supports hold which data: real data need a real support, positive data also allow a
+# positive support, counts every support
+FITS = {REAL: {REAL}, POSITIVE: {REAL, POSITIVE}, COUNT: {COUNT, REAL, POSITIVE}}
+NUMBER_PREFIX = re.compile(r"-?((0|[1-9]\d*)(\.\d*)?)?")
+NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?")
+IDENT_START = re.compile(r"[A-Za-z_]")
+IDENT_CHAR = re.compile(r"[A-Za-z0-9_]")
 
 
-def check_parameter_names(st: Statement) -> str | None:
-    """Parameter names are right (§3.1): the variable's own name first, then only the distribution's parameters."""
-    args = st.call.args
-    if not args or not (isinstance(args[0], ast.Constant) and args[0].value == st.target):
-        return f"parameters: the first argument must be the name '{st.target}'"
-    if st.func == "Deterministic":
-        if len(args) != 2 or st.call.keywords:
-            return "parameters: pm.Deterministic takes the name and one expression"
-        return None
-    params, _ = DISTRIBUTIONS[st.func]
-    if len(args) - 1 > len(params):
-        return f"parameters: pm.{st.func} takes at most {len(params)} positional parameters"
-    for kw in st.call.keywords:
-        if kw.arg is None or (kw.arg not in params and kw.arg not in EXTRA_KEYWORDS):
-            return f"parameters: pm.{st.func} has no parameter '{kw.arg}'"
-    given = [list(params)[i] for i in range(len(args) - 1)] + [kw.arg for kw in st.call.keywords]
-    if len(set(given)) != len(given):
-        return f"parameters: a parameter of pm.{st.func} is given twice"
-    return None
+@dataclass(frozen=True)
+class Context:
+    """What a statement may use: the declared names and their kinds (data variables and earlier statements),
+    the task's data variables, its observed variable and kind; which checker; whether this statement must be
+    the likelihood (the program's last allowed statement); the text every line starts with."""
+
+    declared: Mapping[str, str]
+    data: frozenset[str]
+    observed: str
+    data_kind: str
+    semantic: bool = True
+    require_likelihood: bool = False
+    indent: str = ""
+    has_free: bool = True  # a random variable is declared already (a likelihood needs a free variable to infer)
 
 
-def _names(node: ast.AST) -> list[str]:
-    """Names read by an expression (``pm.math.exp`` counts as ``pm``)."""
-    return [n.id for n in ast.walk(node) if isinstance(n, ast.Name)]
+@dataclass(frozen=True)
+class Check:
+    """The checker's answer for one prefix: ``dead`` (with the reason), ``open`` or ``complete``; for a complete
+    statement its target, callable, the kind of its values and whether it is the likelihood."""
+
+    status: str
+    reason: str | None = None
+    target: str | None = None
+    func: str | None = None
+    kind: str | None = None
+    likelihood: bool = False
 
 
-def check_declared_before_use(st: Statement, declared: dict[str, str]) -> str | None:
-    """Variables are declared before use (§3.1), and a name is declared once."""
-    if st.target in declared or st.target in BUILTINS:
-        return f"declaration: '{st.target}' is already declared"
-    for arg in [*st.call.args[1:], *(kw.value for kw in st.call.keywords)]:
-        for name in _names(arg):
-            if name not in declared and name not in BUILTINS:
-                return f"declaration: '{name}' is used before it is declared"
-    return None
+class _Dead(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def _literal(node: ast.AST) -> float | None:
-    """A numeric literal's value (with a unary minus), else None."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, int | float) and not isinstance(node.value, bool):
-        return float(node.value)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
-        inner = _literal(node.operand)
-        if inner is not None:
-            return -inner if isinstance(node.op, ast.USub) else inner
-    return None
+class _More(Exception):
+    """The prefix ended inside a construct that some completion makes valid."""
 
 
-def _bound(st: Statement) -> dict[str, ast.AST]:
-    """The distribution's parameters as given (positional and keyword)."""
-    params = list(DISTRIBUTIONS[st.func][0])
-    out = {params[i]: a for i, a in enumerate(st.call.args[1:])}
-    out.update({kw.arg: kw.value for kw in st.call.keywords if kw.arg in DISTRIBUTIONS[st.func][0]})
-    return out
-
-
-def in_domain(value: float, domain: str) -> bool:
-    """Whether a literal lies in a parameter domain."""
-    if domain == POSITIVE:
-        return value > 0
-    if domain == UNIT:
-        return 0 <= value <= 1
-    if domain == COUNT:
-        return value >= 0 and float(value).is_integer()
-    return True
-
-
-def check_support(st: Statement) -> str | None:
-    """Parameter values lie in the distribution's support (§3.1): literal values checked against their domain."""
-    if st.func == "Deterministic":
-        return None
-    for name, node in _bound(st).items():
-        value = _literal(node)
-        if value is not None and not in_domain(value, DISTRIBUTIONS[st.func][0][name]):
-            return f"support: pm.{st.func} parameter {name}={value:g} is outside its domain"
-    lo, hi = (_literal(_bound(st)[k]) if k in _bound(st) else None for k in ("lower", "upper"))
-    if lo is not None and hi is not None and not lo < hi:
-        return f"support: pm.{st.func} needs lower < upper, got {lo:g} and {hi:g}"
-    return None
-
-
-def expression_kind(node: ast.AST, declared: dict[str, str]) -> str:
-    """The values an expression can take (positive or real), from its variables' supports."""
-    value = _literal(node)
-    if value is not None:
-        return POSITIVE if value > 0 else REAL
-    if isinstance(node, ast.Name):
-        kind = declared.get(node.id, REAL)
-        return POSITIVE if kind in (POSITIVE, COUNT) and node.id in declared else (UNIT if kind == UNIT else REAL)
-    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MATH_POSITIVE:
-        return POSITIVE
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult | ast.Add | ast.Div | ast.Pow):
-        left, right = expression_kind(node.left, declared), expression_kind(node.right, declared)
-        if isinstance(node.op, ast.Pow) and left in (POSITIVE, UNIT):
-            return POSITIVE
-        if left in (POSITIVE, UNIT) and right in (POSITIVE, UNIT):
-            return POSITIVE
-    return REAL
-
-
-def check_types(st: Statement, declared: dict[str, str]) -> str | None:
-    """Types fit (§3.1): a positive or unit-interval parameter is not given a real-valued expression."""
-    if st.func == "Deterministic":
-        return None
-    for name, node in _bound(st).items():
-        domain = DISTRIBUTIONS[st.func][0][name]
-        if domain in (POSITIVE, UNIT, COUNT) and _literal(node) is None \
-                and expression_kind(node, declared) == REAL:
-            return f"types: pm.{st.func} parameter {name} needs {domain} values, got a real-valued expression"
-    return None
-
-
-def check_likelihood(st: Statement, observed: str, data_kind: str, is_last: bool) -> str | None:
-    """The likelihood observes the task's data with a distribution whose support holds it."""
-    obs = [kw.value for kw in st.call.keywords if kw.arg == "observed"]
-    if not obs:
-        return None
-    if not (isinstance(obs[0], ast.Name) and obs[0].id == observed):
-        return f"likelihood: observed= must be the data variable '{observed}'"
-    if not is_last:
-        return "likelihood: only one likelihood statement"
-    support = DISTRIBUTIONS.get(st.func, (None, None))[1]
-    fits = {REAL: {REAL}, POSITIVE: {REAL, POSITIVE}, COUNT: {COUNT, REAL, POSITIVE}, UNIT: {UNIT, REAL}}
-    if support is None or support not in fits[data_kind]:
-        return f"likelihood: pm.{st.func} has {support} support, the data are {data_kind}"
-    return None
-
-
-def semantic_violation(line: str, declared: dict[str, str], observed: str, data_kind: str) -> str | None:
-    """The first constraint a statement violates (syntax, then the semantic checks in order), or None."""
-    st, why = as_statement(line)
-    if st is None:
-        return why
-    for check in (check_distribution_exists, check_parameter_names):
-        why = check(st)
-        if why:
-            return why
-    why = check_declared_before_use(st, declared) or check_support(st) or check_types(st, declared)
-    if why:
-        return why
-    return check_likelihood(st, observed, data_kind, is_last=True)
-
-
-def declare(line: str, declared: dict[str, str]) -> dict[str, str]:
-    """The declared names after a statement that passed the checks, with the support of its values."""
-    st, _ = as_statement(line)
-    assert st is not None
-    if st.func == "Deterministic":
-        kind = expression_kind(st.call.args[1], declared)
+def number_range(text: str) -> tuple[float, float]:
+    """Infimum and supremum of the numbers whose literal starts with ``text`` (a prefix of -?(0|[1-9]d*)(.d+)?)."""
+    neg = text.startswith("-")
+    body = text[1:] if neg else text
+    if body == "":
+        lo, hi = 0.0, math.inf
+    elif "." not in body:
+        lo, hi = (0.0, 1.0) if body == "0" else (float(body), math.inf)
     else:
-        kind = DISTRIBUTIONS[st.func][1]
-    return {**declared, st.target: kind}
+        whole, frac = body.split(".")
+        lo = float(f"{whole}.{frac or '0'}")
+        hi = lo + 10.0 ** -len(frac)
+    return (-hi, -lo) if neg else (lo, hi)
 
 
-def is_likelihood(line: str) -> bool:
-    """Whether a statement observes data (the program's last statement)."""
-    st, _ = as_statement(line)
-    return st is not None and any(kw.arg == "observed" for kw in st.call.keywords)
+@dataclass
+class _Parser:
+    text: str
+    ctx: Context
+    i: int = 0
+    given: set[str] = field(default_factory=set)
+    bounds: dict[str, float] = field(default_factory=dict)
+
+    # ---- characters ----
+    def peek(self) -> str:
+        if self.i >= len(self.text):
+            raise _More
+        return self.text[self.i]
+
+    def expect(self, literal: str, why: str) -> None:
+        for ch in literal:
+            if self.peek() != ch:
+                raise _Dead(why)
+            self.i += 1
+
+    def word(self, dotted: bool = False) -> tuple[str, bool]:
+        """An identifier (with dots when ``dotted``) and whether the text ended inside it."""
+        start = self.i
+        while self.i < len(self.text) and (IDENT_CHAR.match(self.text[self.i])
+                                           or (dotted and self.text[self.i] == ".")):
+            self.i += 1
+        w = self.text[start:self.i]
+        if w and not IDENT_START.match(w[0]):
+            raise _Dead(f"form: '{w}' is not a name")
+        return w, self.i >= len(self.text)
+
+    @staticmethod
+    def choose(w: str, at_end: bool, options: set[str] | dict[str, str], why: str) -> str:
+        """A word that must be one of ``options``: a partial one must still be able to become one."""
+        if at_end:
+            if any(o.startswith(w) for o in options):
+                raise _More
+            raise _Dead(why)
+        if w not in options:
+            raise _Dead(why)
+        return w
+
+    # ---- the statement ----
+    def statement(self) -> Check:
+        ctx = self.ctx
+        self.expect(ctx.indent, "form: the statement starts at the indent")
+        if self.peek() == " ":
+            raise _Dead("form: extra indentation")
+        target, at_end = self.word()
+        if not target:
+            raise _Dead("form: a statement starts with the variable's name")
+        if at_end:
+            raise _More  # a name can always grow into a fresh one
+        if keyword.iskeyword(target):
+            raise _Dead(f"form: '{target}' is a Python keyword")
+        if ctx.semantic and (target in ctx.declared or target in BUILTINS):
+            raise _Dead(f"declaration: '{target}' is already declared")
+        self.expect(" = pm.", "form: the value is a pm.<Distribution>(...) call")
+        func = self.callable()
+        self.expect('("', "form: the first argument is the variable's name in double quotes")
+        if ctx.semantic:
+            self.expect(f'{target}"', f"parameters: the first argument must be the name '{target}'")
+        else:
+            name, _ = self.word()
+            self.expect('"', "form: the name argument is one word in double quotes")
+            del name
+        if func == DETERMINISTIC:
+            self.expect(", ", "form: pm.Deterministic takes the name and one expression")
+            kind = self.expression(ANY)
+            self.expect(")", "parameters: pm.Deterministic takes the name and one expression")
+            self.end()
+            return Check("complete", target=target, func=func, kind=kind)
+        likelihood = self.arguments(func)
+        self.end()
+        kind = DISTRIBUTIONS[func].support if func in DISTRIBUTIONS else None
+        return Check("complete", target=target, func=func, kind=kind, likelihood=likelihood)
+
+    def callable(self) -> str:
+        func, at_end = self.word()
+        if not self.ctx.semantic:
+            if at_end or not func:
+                raise _More if at_end else _Dead("form: pm.<name>")
+            return func
+        options = {d for d, spec in DISTRIBUTIONS.items() if not self.ctx.require_likelihood
+                   or spec.support in FITS[self.ctx.data_kind]}
+        if not self.ctx.require_likelihood:
+            options.add(DETERMINISTIC)
+        return self.choose(func, at_end, options, f"distribution: pm.{func} does not exist"
+                           + (" with a support that holds the data" if self.ctx.require_likelihood else ""))
+
+    def end(self) -> None:
+        if self.i < len(self.text):
+            raise _Dead("form: text after the statement")
+
+    # ---- keyword arguments ----
+    def closable(self, func: str) -> bool:
+        params = self.given - {"shape", "observed"}
+        return any(req <= params <= allowed for allowed, req in DISTRIBUTIONS[func].parametrisations)
+
+    def keywords(self, func: str) -> set[str]:
+        """The keywords the next argument may take (semantic checker)."""
+        spec = DISTRIBUTIONS[func]
+        params = self.given - {"shape", "observed"}
+        ok = {p for p in spec.domains if p not in self.given
+              and any(params | {p} <= allowed for allowed, _ in spec.parametrisations)}
+        if "shape" not in self.given:
+            ok.add("shape")
+        if self.ctx.has_free and spec.support in FITS[self.ctx.data_kind] and any(
+                req <= params <= allowed for allowed, req in spec.parametrisations):
+            ok.add("observed")
+        return ok
+
+    def arguments(self, func: str) -> bool:
+        """``(, kw=value)* )``; whether ``observed=`` was given."""
+        observed = False
+        while True:
+            if self.peek() == ")":
+                if self.ctx.semantic:
+                    if not self.closable(func):
+                        raise _Dead(f"parameters: pm.{func} needs more parameters")
+                    if self.ctx.require_likelihood and not observed:
+                        raise _Dead("likelihood: the last statement must observe the data")
+                self.i += 1
+                return observed
+            if observed:
+                raise _Dead("form: observed= is the last argument")
+            self.expect(", ", "form: arguments are separated by ', '")
+            kw, at_end = self.word()
+            if self.ctx.semantic:
+                kw = self.choose(kw, at_end, self.keywords(func), f"parameters: pm.{func} takes no '{kw}' here")
+            elif at_end:
+                raise _More
+            elif not kw or kw in self.given:
+                raise _Dead("form: a keyword argument" + (f" '{kw}' repeated" if kw else ""))
+            self.expect("=", "form: keyword arguments only, as kw=value")
+            self.given.add(kw)
+            if kw == "observed":
+                observed = True
+                if self.ctx.semantic:
+                    name, at_end = self.word()
+                    self.choose(name, at_end, {self.ctx.observed},
+                                f"likelihood: observed= must be the data variable '{self.ctx.observed}'")
+                else:
+                    self.expression(ANY)
+            elif kw == "shape" and self.ctx.semantic:
+                self.shape()
+            elif self.ctx.semantic and func == "Uniform":
+                self.bound(kw)
+            else:
+                self.expression(DISTRIBUTIONS[func].domains[kw] if self.ctx.semantic else ANY)
+
+    def shape(self) -> None:
+        """``shape=len(<data variable>)`` or a positive integer."""
+        if self.peek().isdigit():
+            start = self.i
+            while self.i < len(self.text) and self.text[self.i].isdigit():
+                self.i += 1
+            if self.text[start] == "0":
+                raise _Dead("support: shape is a positive integer")
+            return
+        self.expect("len(", "form: shape=len(<data>) or a positive integer")
+        name, at_end = self.word()
+        self.choose(name, at_end, set(self.ctx.data), "declaration: shape=len(<a data variable>)")
+        self.expect(")", "form: shape=len(<data>)")
+
+    def bound(self, kw: str) -> None:
+        """Uniform's bounds are numbers, lower < upper (a bound checked against the other one once given)."""
+        other = {"lower": "upper", "upper": "lower"}[kw]
+        lo, hi = self.number(ANY, allow_end=True)
+        given = self.bounds.get(other)
+        if given is not None and not (hi > given if kw == "upper" else lo < given):
+            raise _Dead(f"support: pm.Uniform needs lower < upper ({kw} against {other} = {given:g})")
+        if self.i >= len(self.text):
+            raise _More
+        self.bounds[kw] = lo
+
+    # ---- expressions ----
+    def expression(self, need: str) -> str:
+        """``atom ( op atom )*`` in a context that needs ``need`` values; returns the expression's kind.
+
+        Positive by construction: no ``-``, and every base of a power (every atom not right of ``**``)
+        positive; a positive context refuses the first atom or operator that breaks this."""
+        positive = True
+        power = False
+        while True:
+            kind = self.atom(POSITIVE if need == POSITIVE and not power else ANY)
+            if not power and kind != POSITIVE:
+                positive = False
+            if self.i >= len(self.text):
+                raise _More
+            if self.text[self.i] != " ":
+                return POSITIVE if positive else REAL
+            self.i += 1
+            op = self.peek()
+            if op == "*":
+                self.i += 1
+                if self.peek() == "*":
+                    self.i += 1
+                    op = "**"
+            elif op in "+-/":
+                self.i += 1
+            else:
+                raise _Dead("form: an operator (+ - * / **) between single spaces")
+            if op == "-":
+                positive = False
+                if need == POSITIVE:
+                    raise _Dead("types: a positive parameter gets a difference (not positive by construction)")
+            self.expect(" ", "form: an operator (+ - * / **) between single spaces")
+            power = op == "**"
+
+    def atom(self, need: str) -> str:
+        c = self.peek()
+        if c == "(":
+            self.i += 1
+            kind = self.expression(need)
+            self.expect(")", "form: unbalanced parenthesis")
+            return kind
+        if c.isdigit() or c == "-":
+            lo, _ = self.number(need)
+            return POSITIVE if lo > 0 else REAL
+        name, at_end = self.word(dotted=True)
+        if not name:
+            raise _Dead(f"form: '{c}' cannot start an expression")
+        if not self.ctx.semantic:
+            if at_end:
+                raise _More
+            if name.endswith(".") or ".." in name:
+                raise _Dead("form: a dotted name")
+            if self.peek() == "(":
+                self.i += 1
+                while True:
+                    self.expression(ANY)
+                    if self.peek() == ")":
+                        self.i += 1
+                        return REAL
+                    self.expect(", ", "form: call arguments are separated by ', '")
+            return REAL
+        names = {n: k for n, k in self.ctx.declared.items() if need != POSITIVE or k in (POSITIVE, COUNT)}
+        funcs = {f: k for f, k in FUNCTIONS.items() if need != POSITIVE or k == POSITIVE}
+        options = {**names, **funcs}
+        known = [*self.ctx.declared, *FUNCTIONS]
+        why = (f"types: '{name}' is not positive, the parameter needs positive values"
+               if any(k.startswith(name) if at_end else k == name for k in known)
+               else f"declaration: '{name}' is used before it is declared")
+        name = self.choose(name, at_end, options, why)
+        if name in FUNCTIONS:
+            self.expect("(", f"form: {name}(...)")
+            self.expression(ANY)
+            self.expect(")", f"form: {name} takes one argument")
+            return FUNCTIONS[name]
+        return POSITIVE if self.ctx.declared[name] in (POSITIVE, COUNT) else REAL
+
+    def number(self, need: str, allow_end: bool = False) -> tuple[float, float]:
+        """A number literal; at the end of the text, the range its completions can take. A positive context
+        needs a completion above 0."""
+        start = self.i
+        while self.i < len(self.text) and (self.text[self.i].isdigit() or self.text[self.i] in "-."):
+            if self.text[self.i] == "-" and self.i > start:
+                break
+            self.i += 1
+        lit = self.text[start:self.i]
+        if not NUMBER_PREFIX.fullmatch(lit):
+            raise _Dead(f"form: '{lit}' is not a number")
+        at_end = self.i >= len(self.text)
+        if at_end:
+            lo, hi = number_range(lit)
+        else:
+            if not NUMBER.fullmatch(lit):
+                raise _Dead(f"form: '{lit}' is not a number")
+            lo = hi = float(lit)
+        if need == POSITIVE and not hi > 0:
+            raise _Dead(f"support: {lit} is not positive, the parameter needs positive values")
+        if at_end and not allow_end:
+            raise _More
+        return lo, hi
 
 
-_TARGET = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)\s*(.*)", re.S)
-_CALL = re.compile(r"pm\.(\w+)\s*\((.*)", re.S)
+def check_prefix(text: str, ctx: Context) -> Check:
+    """Whether ``text`` (a prefix of one line, without its newline) is dead, open or a complete valid statement."""
+    parser = _Parser(text, ctx)
+    try:
+        return parser.statement()
+    except _More:
+        return Check("open")
+    except _Dead as dead:
+        return Check("dead", dead.reason)
 
 
-def prefix_violation(partial: str, declared: dict[str, str]) -> str | None:
-    """A violation already certain from the start of a statement (the target, the callable, the name argument),
-    so the generator can stop sampling the line at the first violating token (§3.1, constrained decoding)."""
-    m = _TARGET.match(partial)
-    if m is None:
-        head = partial.strip()
-        return None if re.fullmatch(r"[A-Za-z_]\w*\s*", head) or not head else "form: not an assignment"
-    target, rest = m.group(1), m.group(2)
-    if target in declared or target in BUILTINS:
-        return f"declaration: '{target}' is already declared"
-    if not rest.startswith("pm.") and not "pm.".startswith(rest):
-        return "form: the value is not a pm.<Distribution>(...) call"
-    call = _CALL.match(rest)
-    if call is None:
-        return None
-    func, args = call.group(1), call.group(2)
-    if func != "Deterministic" and func not in DISTRIBUTIONS:
-        return f"distribution: pm.{func} does not exist"
-    name = f'"{target}"'
-    if not (args.startswith(name) or name.startswith(args)):
-        return f"parameters: the first argument must be the name '{target}'"
-    return _argument_prefix_violation(func, args[len(name):], declared)
+def violation(line: str, ctx: Context) -> str | None:
+    """The constraint a whole line violates (None if it is a complete valid statement)."""
+    check = check_prefix(line, ctx)
+    return None if check.status == "complete" else (check.reason or "form: the statement is incomplete")
 
 
-_WORD = re.compile(r"(?<![\w.\"'])([A-Za-z_]\w*)(?=\s*([^\w\s]|$))")
+def declare(check: Check, declared: Mapping[str, str]) -> dict[str, str]:
+    """The declared names after a complete statement, with the kind of its values."""
+    assert check.status == "complete" and check.target is not None
+    return {**declared, check.target: check.kind or REAL}
 
 
-def _argument_prefix_violation(func: str, args: str, declared: dict[str, str]) -> str | None:
-    """Completed words of the arguments so far: keywords must be the distribution's, names declared."""
-    for m in _WORD.finditer(args):
-        word, after = m.group(1), args[m.end():].lstrip()
-        if not after:
-            continue  # the word may still grow
-        if after.startswith("=") and not after.startswith("=="):
-            if func != "Deterministic" and word not in DISTRIBUTIONS[func][0] and word not in EXTRA_KEYWORDS:
-                return f"parameters: pm.{func} has no parameter '{word}'"
-        elif word not in declared and word not in BUILTINS:
-            return f"declaration: '{word}' is used before it is declared"
-    return None
+def task_context(variables: Mapping[str, str], observed: str, semantic: bool, indent: str = "") -> Context:
+    """The checker's context at the start of a task's program."""
+    return Context(declared=dict(variables), data=frozenset(variables), observed=observed,
+                   data_kind=variables[observed], semantic=semantic, indent=indent)

@@ -23,6 +23,7 @@ class Task:
     observed: str
     expert: tuple[str, ...]
     misspecified: tuple[str, ...]
+    null: tuple[str, ...]              # the null model: complete pooling / intercept only (a predictive control)
     exchangeable: bool                 # rows can be held out (a held-out split exists), else PSIS-LOO scores it
 
 
@@ -46,6 +47,10 @@ TASKS: dict[str, Task] = {
             'theta = pm.Normal("theta", mu=mu, sigma=tau, shape=len(y))',
             'y_obs = pm.Normal("y_obs", mu=theta, sigma=sigma, observed=y)',
         ),
+        null=(  # complete pooling: one common effect
+            'mu = pm.Normal("mu", mu=0, sigma=5)',
+            'y_obs = pm.Normal("y_obs", mu=mu, sigma=sigma, observed=y)',
+        ),
         exchangeable=False,
     ),
     "dugongs": Task(
@@ -67,6 +72,11 @@ TASKS: dict[str, Task] = {
             'theta = pm.Normal("theta", mu=mu, sigma=tau, shape=len(y))',
             'y_obs = pm.Normal("y_obs", mu=theta, sigma=0.3, observed=y)',
         ),
+        null=(  # intercept only: age ignored
+            'alpha = pm.Normal("alpha", mu=2.5, sigma=1)',
+            'sigma_y = pm.HalfNormal("sigma_y", sigma=1)',
+            'y_obs = pm.Normal("y_obs", mu=alpha, sigma=sigma_y, observed=y)',
+        ),
         exchangeable=True,
     ),
     "diabetes": Task(
@@ -86,6 +96,11 @@ TASKS: dict[str, Task] = {
             'tau = pm.HalfCauchy("tau", beta=50)',
             'theta = pm.Normal("theta", mu=mu, sigma=tau, shape=len(y))',
             'y_obs = pm.Normal("y_obs", mu=theta, sigma=70, observed=y)',
+        ),
+        null=(  # intercept only: bmi ignored
+            'alpha = pm.Normal("alpha", mu=150, sigma=50)',
+            'sigma_y = pm.HalfNormal("sigma_y", sigma=100)',
+            'y_obs = pm.Normal("y_obs", mu=alpha, sigma=sigma_y, observed=y)',
         ),
         exchangeable=True,
     ),
@@ -124,3 +139,25 @@ def shots(task: str, n_shots: int) -> list[tuple[str, dict[str, str], tuple[str,
     pool = [(e.description, e.variables, e.program) for e in EXAMPLES]
     pool += [(t.description, t.variables, t.expert) for name, t in TASKS.items() if name != task]
     return pool[:n_shots]
+
+
+def misspelled(line: str) -> str:
+    """The statement with its distribution's 2nd and 3rd letters swapped (``pm.Nromal``): no such distribution."""
+    head, _, rest = line.partition("pm.")
+    return f"{head}pm.{rest[0]}{rest[2]}{rest[1]}{rest[3:]}"
+
+
+def scripted_control(task: str) -> list[list[str]]:
+    """The positive control's script: for each statement of the task's expert program, known-invalid versions
+    first (a misspelled distribution; ``sd=`` for ``sigma=``; an observed variable that is not the data) and
+    the valid statement last, so a constrained loop must mask its way to the expert program."""
+    t = TASKS[task]
+    script = []
+    for line in t.expert:
+        bad = [misspelled(line)]
+        if "sigma=" in line:
+            bad.append(line.replace("sigma=", "sd=", 1))
+        if "observed=" in line:
+            bad.append(line.replace(f"observed={t.observed}", "observed=data"))
+        script.append([*bad, line])
+    return script

@@ -1,116 +1,140 @@
-"""Each semantic constraint on hand-written good and bad statements (RefineStat §3.1)."""
+"""The exact prefix checker (RefineStat §3.1) on hand-written good and bad statements, every prefix included."""
+
+import math
 
 import pytest
 
 from stages.refinestat.semantics import (
-    as_statement,
-    check_declared_before_use,
-    check_distribution_exists,
-    check_likelihood,
-    check_parameter_names,
-    check_support,
-    check_types,
+    Context,
+    check_prefix,
     declare,
-    expression_kind,
-    parses,
-    semantic_violation,
+    number_range,
+    task_context,
+    violation,
 )
 
-DECLARED = {"y": "real", "sigma": "positive", "mu": "real", "tau": "positive"}
+VARS = {"y": "real", "sigma": "positive"}
+SEM = Context(declared={**VARS, "mu": "real", "tau": "positive"}, data=frozenset(VARS), observed="y",
+              data_kind="real")
+SYN = Context(**{**SEM.__dict__, "semantic": False})
+
+GOOD = [
+    'b = pm.Normal("b", mu=mu, sigma=tau)',
+    'b = pm.Normal("b")',                                        # Normal has defaults
+    'b = pm.Normal("b", mu=0, sigma=1, shape=len(y))',
+    'b = pm.Normal("b", mu=-3.5, tau=0.5)',                      # a negative mean is fine
+    'b = pm.Normal("b", mu=mu + tau * pm.math.exp(mu), sigma=pm.math.exp(mu - 1))',
+    's = pm.HalfCauchy("s", beta=5)',
+    'g = pm.Gamma("g", alpha=2, beta=0.5)',
+    'u = pm.Uniform("u", lower=-1, upper=1)',
+    'u = pm.Uniform("u", upper=2, lower=0.5)',
+    'p = pm.Poisson("p", mu=tau * sigma)',
+    'p = pm.Normal("p", mu=0, sigma=tau ** mu)',                 # a positive base to any power
+    'd = pm.Deterministic("d", mu + tau * (mu - 1))',
+    'y_obs = pm.Normal("y_obs", mu=mu, sigma=sigma, observed=y)',
+]
 
 
-def st(line):
-    statement, why = as_statement(line)
-    assert statement is not None, why
-    return statement
+@pytest.mark.parametrize("line", GOOD)
+def test_good_statements_are_complete_and_every_prefix_open(line):
+    for ctx in (SEM, SYN):
+        assert check_prefix(line, ctx).status == "complete", (line, check_prefix(line, ctx))
+        for k in range(len(line)):
+            assert check_prefix(line[:k], ctx).status == "open", (line[:k], check_prefix(line[:k], ctx))
 
 
-def test_syntax():
-    assert parses('mu = pm.Normal("mu", mu=0, sigma=1)') is None
-    assert parses('mu = pm.Normal("mu", mu=0, sigma=1') is not None
-    assert parses("a = 1; b = 2") is not None
-    assert as_statement("x + 1")[0] is None
-    assert as_statement('x = np.random.normal(0, 1)')[0] is None
+# (line, the shortest dead prefix's length, the reason's kind); the syntax checker accepts each line
+BAD = [
+    ('a = pm.Gaussian("a")', len('a = pm.Gau'), "distribution"),      # Gamma starts with Ga; Gau is dead
+    ('a = pm.Nromal("a")', len('a = pm.Nr'), "distribution"),
+    ('a = pm.Normal("b")', len('a = pm.Normal("b'), "parameters"),     # the name must be the variable's
+    ('a = pm.Normal("a", sd=1)', len('a = pm.Normal("a", sd'), "parameters"),
+    ('a = pm.Normal("a", sigma=1, tau=1)', len('a = pm.Normal("a", sigma=1, t'), "parameters"),
+    ('a = pm.Gamma("a", alpha=2)', len('a = pm.Gamma("a", alpha=2)'), "parameters"),   # needs beta too
+    ('a = pm.HalfCauchy("a")', len('a = pm.HalfCauchy("a")'), "parameters"),
+    ('a = pm.Normal("a", mu=alpha)', len('a = pm.Normal("a", mu=a'), "declaration"),   # no declared name a...
+    ('mu = pm.Normal("mu")', len('mu '), "declaration"),                # declared twice
+    ('a = pm.HalfNormal("a", sigma=-2)', len('a = pm.HalfNormal("a", sigma=-'), "support"),
+    ('a = pm.HalfNormal("a", sigma=0)', len('a = pm.HalfNormal("a", sigma=0)'), "support"),
+    ('a = pm.Uniform("a", lower=1, upper=0)', len('a = pm.Uniform("a", lower=1, upper=0'), "support"),
+    ('a = pm.Normal("a", sigma=mu)', len('a = pm.Normal("a", sigma=m'), "types"),    # mu is real
+    ('a = pm.Poisson("a", mu=tau - 1)', len('a = pm.Poisson("a", mu=tau -'), "types"),
+    ('a = pm.Normal("a", mu=0, sigma=1, observed=sigma)', len('a = pm.Normal("a", mu=0, sigma=1, observed=s'),
+     "likelihood"),
+    ('a = pm.HalfNormal("a", sigma=1, observed=y)', len('a = pm.HalfNormal("a", sigma=1, o'), "parameters"),
+]
 
 
-def test_distribution_exists():
-    assert check_distribution_exists(st('a = pm.Normal("a", 0, 1)')) is None
-    assert check_distribution_exists(st('a = pm.Deterministic("a", mu + 1)')) is None
-    assert "does not exist" in check_distribution_exists(st('a = pm.Gaussian("a", 0, 1)'))
+@pytest.mark.parametrize(("line", "dead_at", "kind"), BAD)
+def test_bad_statements_die_at_the_first_violating_character(line, dead_at, kind):
+    for k in range(dead_at):
+        assert check_prefix(line[:k], SEM).status == "open", line[:k]
+    dead = check_prefix(line[:dead_at], SEM)
+    assert dead.status == "dead" and dead.reason.startswith(kind), (line[:dead_at], dead)
+    assert check_prefix(line, SEM).status == "dead"
+    assert check_prefix(line, SYN).status == "complete"      # the statement form alone lets it through
 
 
-@pytest.mark.parametrize(("line", "ok"), [
-    ('a = pm.Normal("a", mu=0, sigma=1)', True),
-    ('a = pm.Normal("a", 0, 1)', True),
-    ('a = pm.Normal("a", 0, 1, shape=3)', True),
-    ('a = pm.Normal("a", mu=0, sd=1)', False),          # PyMC 5 has no `sd`
-    ('a = pm.Poisson("a", mu=1, beta=1)', False),
-    ('a = pm.Normal("b", mu=0, sigma=1)', False),        # the name must match the variable
-    ('a = pm.Normal("a", 0, 1, 2, 3)', False),           # too many positional parameters
-    ('a = pm.Normal("a", 0, mu=1)', False),              # mu given twice
+@pytest.mark.parametrize("line", [
+    'a = pm.Normal("a", 0, 1)',          # positional parameters are outside the form
+    'a = pm.Normal("a",mu=0)',           # spacing is part of the form
+    'a = pm.Normal("a", mu=0) ',         # nothing after the statement
+    'a = pm.Normal("a", mu=0, mu=1)',    # a repeated keyword is a SyntaxError
+    'a = np.random.normal(0, 1)',
+    'for i in range(3):',
+    'a = pm.Normal("a", mu=0, observed=y, sigma=1)',   # observed= is the last argument
 ])
-def test_parameter_names(line, ok):
-    assert (check_parameter_names(st(line)) is None) == ok
+def test_outside_the_statement_form_both_checkers_refuse(line):
+    assert check_prefix(line, SEM).status == "dead"
+    assert check_prefix(line, SYN).status == "dead"
 
 
-def test_declared_before_use():
-    assert check_declared_before_use(st('b = pm.Normal("b", mu=mu, sigma=tau)'), DECLARED) is None
-    assert "before it is declared" in check_declared_before_use(st('b = pm.Normal("b", mu=alpha, sigma=1)'), DECLARED)
-    assert "already declared" in check_declared_before_use(st('mu = pm.Normal("mu", 0, 1)'), DECLARED)
-    assert check_declared_before_use(st('b = pm.Normal("b", mu=pm.math.exp(mu), sigma=1, shape=len(y))'),
-                                     DECLARED) is None
+def test_likelihood_required_on_the_last_statement():
+    last = Context(**{**SEM.__dict__, "require_likelihood": True})
+    assert check_prefix('y_obs = pm.Normal("y_obs", mu=mu, sigma=sigma, observed=y)', last).status == "complete"
+    assert check_prefix('b = pm.Normal("b", mu=mu)', last).reason.startswith("likelihood")
+    assert check_prefix('b = pm.HalfN', last).status == "dead"           # support cannot hold real data
+    assert check_prefix('b = pm.Deter', last).status == "dead"
 
 
-@pytest.mark.parametrize(("line", "ok"), [
-    ('s = pm.HalfNormal("s", sigma=2)', True),
-    ('s = pm.HalfNormal("s", sigma=-2)', False),
-    ('s = pm.HalfNormal("s", sigma=0)', False),
-    ('p = pm.Beta("p", alpha=1, beta=1)', True),
-    ('k = pm.Bernoulli("k", p=1.5)', False),
-    ('u = pm.Uniform("u", lower=1, upper=0)', False),
-    ('u = pm.Uniform("u", lower=-1, upper=1)', True),
-    ('n = pm.Normal("n", mu=-3, sigma=1)', True),       # a negative mean is fine
-])
-def test_support(line, ok):
-    assert (check_support(st(line)) is None) == ok
+def test_observed_is_offered_only_once_the_parametrisation_is_complete():
+    ctx = task_context({"y": "positive"}, "y", semantic=True)
+    assert check_prefix('o = pm.Gamma("o", alpha=2, o', ctx).status == "dead"
+    assert check_prefix('o = pm.Gamma("o", alpha=2, beta=1, observed=y)', ctx).status == "complete"
+    assert check_prefix('o = pm.Poisson("o", mu=2, o', ctx).status == "dead"   # a count support, continuous data
+    counts = task_context({"y": "count"}, "y", semantic=True)
+    assert check_prefix('o = pm.Poisson("o", mu=2, observed=y)', counts).status == "complete"
 
 
-def test_types():
-    assert check_types(st('b = pm.Normal("b", mu=0, sigma=tau)'), DECLARED) is None
-    assert "real-valued" in check_types(st('b = pm.Normal("b", mu=0, sigma=mu)'), DECLARED)
-    assert check_types(st('b = pm.Normal("b", mu=0, sigma=pm.math.exp(mu))'), DECLARED) is None
-    assert "real-valued" in check_types(st('b = pm.Poisson("b", mu=mu - 1)'), DECLARED)
-    assert expression_kind(st('b = pm.Normal("b", mu=tau * sigma, sigma=1)').call.keywords[0].value,
-                           DECLARED) == "positive"
+def test_a_likelihood_needs_a_random_variable_to_infer():
+    none = Context(**{**SEM.__dict__, "has_free": False})
+    assert check_prefix('o = pm.Normal("o", mu=0, sigma=1, o', none).status == "dead"
+    assert check_prefix('o = pm.Normal("o", mu=0, sigma=1, o', SEM).status == "open"
 
 
-def test_likelihood_support_and_data():
-    normal = st('y_obs = pm.Normal("y_obs", mu=mu, sigma=sigma, observed=y)')
-    assert check_likelihood(normal, "y", "real", True) is None
-    assert "support" in check_likelihood(st('y_obs = pm.Poisson("y_obs", mu=tau, observed=y)'), "y", "positive", True)
-    assert "support" in check_likelihood(st('y_obs = pm.HalfNormal("y_obs", sigma=tau, observed=y)'), "y", "real", True)
-    assert check_likelihood(st('y_obs = pm.HalfNormal("y_obs", sigma=tau, observed=y)'), "y", "positive", True) is None
-    assert "data variable" in check_likelihood(st('y_obs = pm.Normal("y_obs", mu=0, sigma=1, observed=mu)'),
-                                               "y", "real", True)
+def test_indent_when_the_prompt_ends_at_the_newline():
+    ctx = task_context(VARS, "y", semantic=True, indent="    ")
+    assert check_prefix("  ", ctx).status == "open"
+    assert check_prefix('    b = pm.Normal("b")', ctx).status == "complete"
+    assert check_prefix("     b", ctx).status == "dead"
+    assert check_prefix('b = pm.Normal("b")', ctx).status == "dead"
 
 
-def test_semantic_violation_in_order_and_declare():
-    assert semantic_violation('b = pm.Normal("b", mu=mu, sigma=tau)', DECLARED, "y", "real") is None
-    assert semantic_violation('b = pm.Normal("b", mu=mu, sigma=tau', DECLARED, "y", "real").startswith("syntax")
-    assert semantic_violation('b = pm.Gauss("b", 0, 1)', DECLARED, "y", "real").startswith("distribution")
-    after = declare('s = pm.HalfNormal("s", sigma=1)', DECLARED)
-    assert after["s"] == "positive" and "s" not in DECLARED
+def test_declare_records_the_kind_of_each_statement():
+    d = declare(check_prefix('s = pm.HalfNormal("s", sigma=1)', SEM), SEM.declared)
+    assert d["s"] == "positive" and "s" not in SEM.declared
+    d = declare(check_prefix('t = pm.Deterministic("t", tau * sigma)', SEM), SEM.declared)
+    assert d["t"] == "positive"
+    d = declare(check_prefix('t = pm.Deterministic("t", tau - sigma)', SEM), SEM.declared)
+    assert d["t"] == "real"
+    assert violation('b = pm.Normal("b", mu=mu', SEM).startswith("form")   # incomplete
 
 
-def test_prefix_violations_stop_a_line_early():
-    from stages.refinestat.semantics import prefix_violation
-
-    assert prefix_violation("alpha = pm.Nor", DECLARED) is None
-    assert prefix_violation("alp", DECLARED) is None
-    assert "already declared" in prefix_violation("mu = ", DECLARED)
-    assert "pm.<Distribution>" in prefix_violation("a = np.", DECLARED)
-    assert "does not exist" in prefix_violation('a = pm.Exp("', DECLARED)
-    assert "name 'a'" in prefix_violation('a = pm.Normal("b', DECLARED)
-    assert "no parameter 'beta_max'" in prefix_violation('a = pm.Gamma("a", beta_max=', DECLARED)
-    assert "before it is declared" in prefix_violation('a = pm.Normal("a", mu=alpha, ', DECLARED)
-    assert prefix_violation('a = pm.Normal("a", mu=mu + tau * pm.math.exp(sig', DECLARED) is None
+def test_number_range_hand_values():
+    assert number_range("") == (0.0, math.inf)
+    assert number_range("0") == (0.0, 1.0)
+    assert number_range("12") == (12.0, math.inf)
+    assert number_range("1.2") == pytest.approx((1.2, 1.3))
+    assert number_range("1.") == (1.0, 2.0)
+    assert number_range("-") == (-math.inf, -0.0)
+    assert number_range("-0.5") == pytest.approx((-0.6, -0.5))

@@ -7,6 +7,7 @@ from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.refinestat import config
+from stages.refinestat.tasks import TASKS
 from tests.conftest import write_params
 
 PAPER = "refinestat"
@@ -25,12 +26,24 @@ def test_programs_cover_every_arm_within_budget(smoke_repo):
     cfg = smoke_repo.config(f"{PAPER}-synthesize").generate
     programs = read_parquet(smoke_repo.paths(f"{PAPER}-synthesize").programs)
     n_tasks = len(smoke_repo.config(f"{PAPER}-data").tasks)
-    assert len(programs) == cfg.n_seeds * n_tasks * (2 + len(cfg.methods) * cfg.n_programs)
+    n_controls = 3 + 3          # expert, mis-specified, null; the scripted control through each method's loop
+    assert len(programs) == cfg.n_seeds * n_tasks * (n_controls + len(cfg.methods) * cfg.n_programs)
     methods = programs[programs.arm.isin(cfg.methods)]
     assert (methods.tokens <= cfg.token_budget).all() and (methods.n_versions <= cfg.max_runs).all()
     experts = programs[programs.arm == "expert"]
     assert experts.runnable.all()
     assert (programs[~programs.runnable].predictive.isna()).all()
+    scripted = programs[programs.arm == "scripted_refinestat"]
+    assert (scripted.program == scripted.task.map(lambda t: "\n".join(TASKS[t].expert))).all()
+    assert scripted.runnable.all() and (scripted.masked > 0).all()
+    assert not programs[programs.arm == "scripted_syntax"].runnable.any()      # a misspelled distribution
+
+
+def test_trace_logs_the_masked_draws(smoke_repo):
+    trace = read_parquet(smoke_repo.paths(f"{PAPER}-synthesize").trace)
+    masked = trace[(trace.arm == "scripted_refinestat") & (trace.event == "masked")]
+    assert len(masked) > 0 and masked.reason.str.contains("does not exist").any()
+    assert set(trace.event) <= {"masked", "dead_end", "resampled", "sandbox"}
 
 
 def test_report_writes_a_claim(smoke_repo):

@@ -8,32 +8,37 @@ import pytest
 from stages.core.gates import gated_verdict
 from stages.core.report import decide_claim
 from stages.refinestat.config import METHODS, load_report
-from stages.refinestat.report import CARD, returned_program, verdict_metrics
+from stages.refinestat.report import CARD, null_rows, returned_program, verdict_metrics
+from stages.refinestat.tasks import TASKS as TASK_SPECS
 from tests.conftest import ROOT
 
 TASKS = ["eight_schools", "dugongs", "diabetes"]
 # per arm: (runnable attempts of 4, score of runnable ones, predictive of runnable ones); expert/control: (score, pred)
 GOOD = {"unconstrained": (0, 0, 0.0), "syntax": (1, 5, -2.0), "refinestat": (3, 6, -1.1),
-        "expert": (7, -1.0), "misspecified": (3, -1.5)}
+        "expert": (7, -1.0), "misspecified": (3, -1.5), "null": (7, -1.3), "scripted": True}
 BAD = {**GOOD, "unconstrained": (3, 5, -1.0), "syntax": (4, 5, -1.0), "refinestat": (1, 5, -3.0)}
 MIXED = {**GOOD, "refinestat": (3, 6, -3.0)}                 # runs more, fits worse than the expert
 BROKEN_EXPERT = {**GOOD, "expert": (2, -1.0)}                 # the positive control fails
+BROKEN_SCRIPT = {**GOOD, "scripted": False}                   # the constrained loop fails its scripted control
 
 
 def made_up(seeds: list[dict]) -> pd.DataFrame:
     rows = []
     for s, seed in enumerate(seeds):
         for task in TASKS:
-            for arm in ("expert", "misspecified"):
+            for arm in ("expert", "misspecified", "null"):
                 score, pred = seed[arm]
                 rows.append({"seed_index": s, "task": task, "arm": arm, "attempt": 0, "runnable": True,
-                             "score": score, "predictive": pred})
+                             "score": score, "predictive": pred, "program": ""})
+            expert = "\n".join(TASK_SPECS[task].expert)
+            rows.append({"seed_index": s, "task": task, "arm": "scripted_refinestat", "attempt": 0, "runnable": True,
+                         "score": 7, "predictive": -1.0, "program": expert if seed["scripted"] else "x = 1"})
             for m in METHODS:
                 n_ok, score, pred = seed[m]
                 for k in range(4):
                     ok = k < n_ok
                     rows.append({"seed_index": s, "task": task, "arm": m, "attempt": k, "runnable": ok,
-                                 "score": score if ok else -1, "predictive": pred if ok else None})
+                                 "score": score if ok else -1, "predictive": pred if ok else None, "program": ""})
     return pd.DataFrame(rows)
 
 
@@ -50,6 +55,7 @@ def verdict_of(seeds: list[dict]) -> str:
     ([MIXED] * 3, "partly"),
     ([GOOD, BAD, GOOD], "inconclusive"),          # seeds disagree on every claim
     ([BROKEN_EXPERT] * 3, "inconclusive"),        # a gate fails: no claim is read
+    ([BROKEN_SCRIPT] * 3, "inconclusive"),        # the scripted positive control fails: no claim is read
     ([GOOD] * 2, "inconclusive"),                 # too few seeds
 ])
 def test_each_verdict(seeds, expected):
@@ -66,6 +72,12 @@ def test_verdict_metrics_by_hand():
     assert vm["reliability_separation_min"] == [4.0]
     assert vm["conclusive_tasks"] == [1.0]
     assert vm["heldout_within_tolerance_fraction"] == [1.0]      # -1.1 is within 0.5 of -1.0
+    assert vm["scripted_control_accepts"] == [1.0]
+    assert vm["null_within_tolerance_fraction"] == [1.0]         # -1.3 is within 0.5 of -1.0
+    assert verdict_metrics(made_up([{**GOOD, "null": (7, -1.6)}]), 1, 0.5)["null_within_tolerance_fraction"] == [0.0]
+    assert verdict_metrics(made_up([BROKEN_SCRIPT]), 1, 0.5)["scripted_control_accepts"] == [0.0]
+    rows = null_rows(made_up([GOOD]), 1, 0.5)
+    assert [r["null - expert"] for r in rows] == ["-0.300"] * 3
     assert verdict_metrics(made_up([MIXED]), 1, 0.5)["heldout_within_tolerance_fraction"] == [0.0]
 
 
