@@ -29,6 +29,7 @@ METRICS = (
 )
 TaskName = Literal["eight_schools", "dugongs", "diabetes"]
 Method = Literal["unconstrained", "syntax", "refinestat"]
+PromptEnd = Literal["indent", "healed", "newline"]
 METHODS: tuple[str, ...] = ("unconstrained", "syntax", "refinestat")
 
 
@@ -99,7 +100,7 @@ class GenerateConfig(Section):
     max_statements: int = Field(ge=2, le=30)
     max_line_tokens: int = Field(ge=8, le=256)
     n_shots: int = Field(ge=1, le=6)
-    prompt_end: Literal["indent", "healed", "newline"]
+    prompt_end: PromptEnd
     max_checks: int = Field(ge=1, le=100000)
     max_resamples: int = Field(ge=0, le=100)
     script_token_budget: int = Field(ge=16, le=20000)

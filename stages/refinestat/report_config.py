@@ -12,6 +12,7 @@ from stages.refinestat.config import (
     PAPER,
     GenerateConfig,
     Method,
+    PromptEnd,
     ReliabilityConfig,
     ReportConfig,
     SamplerConfig,
@@ -36,10 +37,10 @@ class PilotConfig(Section):
     prompt_end_seeds: list[int]
     prompt_end_token_budget: int = Field(ge=1)
     prompt_end_max_statements: int = Field(ge=1)
-    prompt_end_run_rate: dict[str, float]
-    prompt_end_submitted: dict[str, float]
-    prompt_end_masked: dict[str, float]
-    prompt_end_tokens_per_s: dict[str, float]
+    prompt_end_run_rate: dict[PromptEnd, float]
+    prompt_end_submitted: dict[PromptEnd, float]
+    prompt_end_masked: dict[PromptEnd, float]
+    prompt_end_tokens_per_s: dict[PromptEnd, float]
     decode_tokens_per_s: float = Field(gt=0)
     sandbox_run_s: float = Field(gt=0)
     sandbox_runs: int = Field(ge=0)

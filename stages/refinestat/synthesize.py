@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from tqdm import tqdm
 
 from stages.assets.loaders import load_causal_lm
 from stages.core.gx import validate_table
@@ -216,9 +217,11 @@ def _worker(cfg: SynthesizeInputs, tasks_path: str, lm_path: str, global_seed: i
     limits = Limits(wall_s=cfg.sandbox.wall_s, memory_mb=cfg.sandbox.memory_mb, cpu_s=cfg.sandbox.cpu_s)
     out: dict[str, Any] = {"programs": [], "versions": [], "trace": [], "sandbox_runs": 0, "sandbox_wall_s": 0.0,
                            "sandbox_cpu_s": 0.0, "decode_s": 0.0, "decode_cpu_s": 0.0, "restarts": 0}
-    with PplSandbox(limits, cfg.sandbox.startup_wall_s, COMPILEDIR) as sandbox:
+    attempts = len(jobs) * len(cfg.generate.methods) * cfg.generate.n_programs
+    with PplSandbox(limits, cfg.sandbox.startup_wall_s, COMPILEDIR) as sandbox, \
+            tqdm(total=attempts, desc=f"{PAPER} attempts ({len(jobs)} seed-task jobs)", unit="attempt") as bar:
         for seed_index, task in jobs:
-            part = synthesize_tasks(cfg, table, lm, sandbox, global_seed, [seed_index], [task])
+            part = synthesize_tasks(cfg, table, lm, sandbox, global_seed, [seed_index], [task], progress=bar)
             for k in ("programs", "versions", "trace"):
                 out[k] += part[k]
             for k in ("sandbox_runs", "sandbox_wall_s", "sandbox_cpu_s", "decode_s", "decode_cpu_s"):

@@ -66,7 +66,9 @@ def test_a_corrupted_task_table_is_refused(smoke_repo, tmp_path):
     write_parquet(tasks, bad)
     with pytest.raises(DataValidationError):
         smoke_repo.run(f"{PAPER}-synthesize", tasks=bad, programs=tmp_path / "p.parquet",
-                       versions=tmp_path / "v.parquet")
+                       versions=tmp_path / "v.parquet", trace=tmp_path / "t.parquet")
+    # a failed stage deletes its declared outputs: none of the shared workspace's may be among them
+    assert smoke_repo.paths(f"{PAPER}-synthesize").trace.exists()
 
 
 def test_a_wall_clock_limit_that_could_decide_is_refused(tmp_path):
