@@ -211,6 +211,9 @@ class TrainConfig(Section):
             missing = sorted(set(lr_keys(self)) - set(self.lr_per_config))
             if missing:
                 raise ValueError(f"lr_per_config has no lr for {missing}")
+            unknown = sorted(set(self.lr_per_config) - set(lr_keys(self)))
+            if unknown:
+                raise ValueError(f"lr_per_config names configurations the grid does not have: {unknown}")
         if self.stability is not None:
             known = {*self.pendulum.fields, *self.baselines.models}
             for c in self.stability.configs:

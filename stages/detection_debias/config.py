@@ -15,6 +15,7 @@ from stages.detection_debias.scenes import CLASSES, Bins, Plants
 
 PAPER = "detection_debias"
 ARMS = ("none", "reused", "inverse_frequency", "rs", "rs_procedural")
+Arm = Literal["none", "reused", "inverse_frequency", "rs", "rs_procedural"]  # the keys of per-arm pilot numbers
 # the augmentation arms whose synthetic images the learned generator draws; rs_procedural renders the rs layouts
 # with the procedural renderer (the generator's upper bound)
 GENERATED_ARMS = ("reused", "inverse_frequency", "rs")
@@ -147,9 +148,9 @@ class PilotRecord(Section):
     seed: int
     max_steps: int = Field(ge=1)
     batch_size: int = Field(ge=1)
-    val_map: dict[str, float]
-    val_low_diversity: dict[str, float]
-    val_under_represented: dict[str, float]
+    val_map: dict[Arm, float]
+    val_low_diversity: dict[Arm, float]
+    val_under_represented: dict[Arm, float]
     val_unplanted_none: float
     val_large_none: float
     lowdiv_rank_rs: float
@@ -169,9 +170,9 @@ class GeneratorPilot(Section):
     val_l1: float
     val_map_generated_layouts: float
     val_map_procedural: float
-    val_map: dict[str, float]
-    val_low_diversity: dict[str, float]
-    val_under_represented: dict[str, float]
+    val_map: dict[Arm, float]
+    val_low_diversity: dict[Arm, float]
+    val_under_represented: dict[Arm, float]
     minutes_generator: float = Field(gt=0)
     minutes_per_detector: float = Field(gt=0)
 
