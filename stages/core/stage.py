@@ -21,6 +21,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import importlib
+import os
+import resource
 import signal
 import sys
 import threading
@@ -95,6 +97,16 @@ def outputs_left(err: BaseException, outs: Sequence[Path] = ()) -> list[str]:
     return list(left) if left is not None else remove_outputs_reporting(outs)
 
 
+def cpu_seconds() -> float:
+    """User + system CPU seconds of this process and of its children that have been waited for.
+
+    Beside the wall time in a step's timing: on a machine shared with other work the wall time
+    overstates the step's time alone, while its CPU seconds over its threads estimate it.
+    """
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[str, Any]],
               cfg: C, paths: P, params_path: Path | str, timing: Path | None = None) -> dict[str, Any]:
     """Run one step with threads and seeds applied; on any failure delete its outputs.
@@ -107,13 +119,15 @@ def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[st
     seed_everything(glob.seed)
     ctx = StageContext(paper=paper, step=step, seed=glob.seed, profile=glob.profile, threads=glob.threads)
     outs = output_paths(paths) + ([timing] if timing else [])
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), cpu_seconds()
     try:
         sweep_temp(outs)
         result = run(cfg, paths, ctx)
         if timing is not None:
             write_json({"paper": paper, "step": step, "profile": glob.profile,
-                        "wall_time_s": round(time.perf_counter() - start, 3)}, timing)
+                        "wall_time_s": round(time.perf_counter() - start, 3),
+                        "cpu_time_s": round(cpu_seconds() - cpu_start, 3), "threads": glob.threads,
+                        "load_average_1min": round(os.getloadavg()[0], 2)}, timing)
     except BaseException as err:
         left = remove_outputs_reporting(outs)
         err.stage_outputs_left = left  # type: ignore[attr-defined]

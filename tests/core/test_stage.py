@@ -1,3 +1,5 @@
+import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,6 +45,23 @@ def test_success_writes_outputs_and_timing(tmp_path, smoke_params):
     assert read_json(paths.first) == {"seed": 0, "profile": "smoke"}
     t = read_json(timing)
     assert t["step"] == "step" and t["wall_time_s"] >= 0
+    assert t["cpu_time_s"] >= 0 and t["threads"] >= 1 and t["load_average_1min"] >= 0
+
+
+def test_timing_counts_cpu_seconds_of_the_step_and_its_children(tmp_path, smoke_params):
+    import subprocess
+
+    def burns(cfg, paths, ctx):
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        subprocess.run([sys.executable, "-c", "import time\nend = time.process_time() + 0.3\n"
+                        "while time.process_time() < end: pass"], check=True)
+        return _succeeds(cfg, paths, ctx)
+
+    paths, timing = _paths(tmp_path), tmp_path / "t" / "step.json"
+    run_stage("toy", "step", burns, None, paths, smoke_params, timing)
+    assert read_json(timing)["cpu_time_s"] >= 0.6
 
 
 def test_cli_refuses_bad_params_before_any_work(tmp_path, capsys):
@@ -71,6 +90,8 @@ def test_trainer_config_validates_and_builds():
 # ---- interruption, stray temporaries, one-line input errors, cleanup that fails
 
 TOY_STEP = '''
+import time
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
