@@ -9,10 +9,10 @@ import pytest
 from benchmarks.dag import markdown, slowest_default_stage, startup_table, summarise
 
 
-def _timing(root, paper, step, seconds, profile):
+def _timing(root, paper, step, seconds, profile, **extra):
     path = root / "reports" / paper / "timings" / f"{step}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"paper": paper, "profile": profile, "step": step, "wall_time_s": seconds}))
+    path.write_text(json.dumps({"paper": paper, "profile": profile, "step": step, "wall_time_s": seconds, **extra}))
 
 
 def test_startup_is_the_command_time_minus_the_work_and_its_share_uses_the_default_work(tmp_path):
@@ -31,7 +31,8 @@ def test_startup_is_the_command_time_minus_the_work_and_its_share_uses_the_defau
     result = summarise(list(rows.values()), [{"stage": "alpha-train", "smoke_work_s": 2.0, "flops": 4e9,
                                               "flop_per_s": 2e9}], peak=1e10, threads=1)
     assert result["papers"]["alpha"] == {"stages": 2, "startup_s": 9.0, "default_work_s": 96.0,
-                                         "default_startup_share": pytest.approx(9.0 / 105.0, abs=1e-4)}
+                                         "default_startup_share": pytest.approx(9.0 / 105.0, abs=1e-4),
+                                         "default_alone_estimate_s": None}
     assert result["slowest_stage_flops"][0]["fraction_of_peak"] == pytest.approx(0.2)
     text = markdown(result)
     assert "| alpha | 2 | 9.0 | 96.0 |" in text and "| alpha-train | 2.0 | 4.000 | 2.00 | 0.2 |" in text
@@ -43,3 +44,22 @@ def test_the_slowest_stage_is_chosen_from_default_timings_only(tmp_path):
     _timing(tmp_path, "alpha", "data", 500.0, "smoke")  # a leftover smoke timing never counts
     assert slowest_default_stage("alpha", tmp_path) == "alpha-evaluate"
     assert slowest_default_stage("beta", tmp_path) is None
+
+
+def test_the_estimate_alone_is_cpu_seconds_over_threads_and_needs_every_stage(tmp_path):
+    ws, committed = tmp_path / "ws", tmp_path / "repo"
+    for paper in ("alpha", "beta"):
+        _timing(ws, paper, "train", 2.0, "smoke")
+        _timing(ws, paper, "report", 0.5, "smoke")
+    _timing(committed, "alpha", "train", 300.0, "default", cpu_time_s=400.0, threads=2)
+    _timing(committed, "alpha", "report", 2.0, "default", cpu_time_s=1.5, threads=1)
+    _timing(committed, "beta", "train", 300.0, "default", cpu_time_s=400.0, threads=2)
+    _timing(committed, "beta", "report", 2.0, "default")  # written before CPU seconds were recorded
+    times = {f"{p}-{s}": {"wall_s": 3.0, "cpu_s": 3.0} for p in ("alpha", "beta") for s in ("train", "report")}
+    rows = startup_table(ws, times, committed)
+    result = summarise(rows, [], peak=1e10, threads=1)
+    assert result["papers"]["alpha"]["default_alone_estimate_s"] == pytest.approx(200.0 + 1.5)
+    assert result["papers"]["beta"]["default_alone_estimate_s"] is None
+    assert result["default_work_total_s"] == pytest.approx(604.0)
+    text = markdown(result)
+    assert "| alpha | 2 |" in text and "| 201.5 |" in text and "| beta | 2 |" in text and "| - |" in text
