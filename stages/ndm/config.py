@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.threads import MaxThreads
 from stages.core.verdict import VerdictRule
 
@@ -145,9 +145,21 @@ class ReportInputs(Section):
     activations: ActivationsConfig
     fit: FitConfig
 
+    @model_validator(mode="after")
+    def _gates_name_checked_metrics(self) -> ReportInputs:
+        metrics = {c.metric for c in self.verdict.checks}
+        named = set(self.report.gates) | {g for needed in self.report.gates.values() for g in needed}
+        if named - metrics:
+            raise ValueError(f"ndm.report.gates names metrics no check of ndm.verdict reads: {sorted(named - metrics)}")
+        return self
+
 
 def load_report(params: Path) -> ReportInputs:
     """``ndm.report``, ``ndm.verdict`` and the sections whose sizes the report states."""
-    return ReportInputs(report=load_section(ReportConfig, f"{PAPER}.report", params),
-                        verdict=load_section(VerdictRule, f"{PAPER}.verdict", params),
-                        toy=load_toy(params), activations=load_activations(params), fit=load_fit(params))
+    report = load_section(ReportConfig, f"{PAPER}.report", params)
+    verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
+    try:
+        return ReportInputs(report=report, verdict=verdict, toy=load_toy(params),
+                            activations=load_activations(params), fit=load_fit(params))
+    except ValueError as err:
+        raise ConfigError(f"{PAPER}.report: {err}") from None

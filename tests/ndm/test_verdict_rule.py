@@ -39,3 +39,13 @@ def test_a_gate_naming_an_unknown_metric_is_an_error():
     cfg = load_report(ROOT / "params.yaml")
     with pytest.raises(KeyError, match="nonexistent"):
         gated_decide(cfg.verdict, GOOD, {"lm_gini_margin": ["nonexistent"]})
+
+
+@pytest.mark.parametrize("gates", [{"toy_ari_margin": ["toy_oracle_arl"]}, {"lm_gini_margn": ["lm_kept_min"]}])
+def test_gates_naming_an_unchecked_metric_are_refused_when_the_params_load(tmp_path, gates):
+    from stages.core.config import ConfigError
+    from tests.conftest import write_params
+
+    params = write_params(tmp_path, **{"ndm.report.gates": gates})
+    with pytest.raises(ConfigError, match=r"no check of ndm\.verdict reads"):
+        load_report(params)
