@@ -1,4 +1,4 @@
-"""DeNOTS: the input-driven ODE over a natural cubic spline, integrated over a horizon scaled by D.
+"""DeNOTS: the input-driven ODE over a linear interpolant of the observations, integrated over a horizon scaled by D.
 
 h(0) = W_0 x(t_0); dh/dτ = f(x̂(τ / D), h) for τ ∈ [0, D·T]; ŷ = W_out h(D·T). x̂ interpolates each
 sequence linearly at its own real observation times (in units of the training split's longest
