@@ -65,6 +65,7 @@ bench: $(STAMP)
 	python -m benchmarks.reliability
 	python -m benchmarks.stability
 	python -m benchmarks.dag
+	python -m benchmarks.imports
 
 clean-venv:
 	rm -rf $(VENV)
