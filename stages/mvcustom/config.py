@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 
@@ -67,6 +68,9 @@ class PretrainConfig(Section):
 
     channels: int = Field(ge=4, le=512)
     heads: int = Field(ge=1, le=16)
+    conditioning: Literal["global", "rays"]     # pose as one sin/cos vector per view, or + per-pixel Plücker rays
+    relative_pose: bool                        # poses relative to the first (reference) view's azimuth
+    prediction: Literal["eps", "v"]            # the denoiser predicts the noise ε or the velocity v
     diffusion_steps: int = Field(ge=10, le=4000)
     batch_size: int = Field(ge=1, le=1024)
     lr: float = Field(gt=0, le=1)
@@ -116,10 +120,12 @@ class EvaluateInputs(Section):
 
 
 class PretrainInputs(Section):
-    """pretrain reads its own section and the image size of ``mvcustom.data``."""
+    """pretrain reads its own section and the cameras (image size, focal length, orbit radius) of ``mvcustom.data``."""
 
     pretrain: PretrainConfig
     image_size: int
+    focal: float
+    radius: float
 
 
 class ReportInputs(Section):
@@ -135,10 +141,10 @@ def load_data(params: Path) -> DataConfig:
 
 
 def load_pretrain(params: Path) -> PretrainInputs:
-    """``mvcustom.pretrain`` with the image size of ``mvcustom.data``."""
+    """``mvcustom.pretrain`` with the cameras of ``mvcustom.data``."""
     data = load_section(DataConfig, f"{PAPER}.data", params)
     return PretrainInputs(pretrain=load_section(PretrainConfig, f"{PAPER}.pretrain", params),
-                          image_size=data.image_size)
+                          image_size=data.image_size, focal=data.focal, radius=data.radius)
 
 
 def load_evaluate(params: Path) -> EvaluateInputs:

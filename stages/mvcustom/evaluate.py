@@ -28,7 +28,7 @@ from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.mvcustom.config import PAPER, EvaluateInputs, load_evaluate
 from stages.mvcustom.depth_rendering import render_to_pose
-from stages.mvcustom.diffusion import MultiViewDenoiser, pose_features
+from stages.mvcustom.diffusion import MultiViewDenoiser, Rig
 from stages.mvcustom.expectations import results_suite
 from stages.mvcustom.inference import ARMS, Guidance, nearest_reference, sample
 from stages.mvcustom.io import camera, poses, read_renders
@@ -108,6 +108,11 @@ def measure(generated: np.ndarray, sub: Subject) -> dict[str, float]:
             "identity": float(np.mean([identity_similarity(g, sub.refs) for g in generated]))}
 
 
+def rig(cfg: EvaluateInputs) -> Rig:
+    """The cameras and pose frame the denoiser was pre-trained with."""
+    return Rig(cfg.data.radius, cfg.data.focal, cfg.data.image_size, cfg.pretrain.relative_pose)
+
+
 def customise(pretrained: MultiViewDenoiser, alpha_bar: torch.Tensor, sub: Subject, cfg: EvaluateInputs,
               seed: int) -> tuple[MultiViewDenoiser, list[dict[str, float]]]:
     """A copy of the pre-trained denoiser fine-tuned on the subject's reference views only."""
@@ -116,18 +121,17 @@ def customise(pretrained: MultiViewDenoiser, alpha_bar: torch.Tensor, sub: Subje
     pose = torch.as_tensor(sub.ref_pose[None])
     e = cfg.evaluate
     log = fit(model, images, pose, alpha_bar, cfg.pretrain.batch_size, e.finetune_lr,
-              min(FINETUNE_MAX_REFS, len(sub.refs) - 1), e.trainer, seed)
+              min(FINETUNE_MAX_REFS, len(sub.refs) - 1), e.trainer, seed, rig(cfg))
     return model.eval(), log
 
 
 def generate(model: MultiViewDenoiser, alpha_bar: torch.Tensor, sub: Subject, guidance: Guidance, arm: str,
-             window: int, noise: torch.Tensor, fresh: torch.Tensor, steps: int) -> np.ndarray:
+             window: int, noise: torch.Tensor, fresh: torch.Tensor, steps: int, cameras: Rig) -> np.ndarray:
     """One arm's samples (n, v, 3, s, s) in [0, 1]."""
     refs = torch.as_tensor(sub.refs * 2 - 1, dtype=torch.float32)
-    ref_pose = pose_features(*torch.as_tensor(sub.ref_pose).T)
-    target_pose = pose_features(*torch.as_tensor(sub.target_pose).T)
-    x = sample(model, refs, ref_pose, target_pose, noise, fresh, alpha_bar, steps, guidance,
-               dfr=arm in ("dfr", "dfr_lcc"), lcc=arm in ("lcc", "dfr_lcc"), window=window)
+    x = sample(model, refs, torch.as_tensor(sub.ref_pose), torch.as_tensor(sub.target_pose), noise, fresh,
+               alpha_bar, steps, guidance, dfr=arm in ("dfr", "dfr_lcc"), lcc=arm in ("lcc", "dfr_lcc"),
+               window=window, rig=cameras)
     out = ((x + 1) / 2).numpy()
     if not np.isfinite(out).all():
         raise NonFiniteError(f"{PAPER}: arm {arm} produced non-finite images (non-finite weights?)")
@@ -149,13 +153,13 @@ def evaluate_subject(model: MultiViewDenoiser, alpha_bar: torch.Tensor, sub: Sub
     rows = []
     for arm, images in (("warp_only", floor[None]), ("ground_truth", truth), ("shuffled_truth", shuffled),
                         ("plain", generate(model, alpha_bar, sub, guidance, "plain", 0, noise, fresh,
-                                           e.sampling_steps))):
+                                           e.sampling_steps, rig(cfg)))):
         rows.append({"window": 0.0, "arm": arm, **measure(images, sub)})
         firsts[arm] = images[0]
     for w in windows:
         k = max(1, round(w * e.sampling_steps))
         for arm in ("dfr", "lcc", "dfr_lcc"):
-            images = generate(model, alpha_bar, sub, guidance, arm, k, noise, fresh, e.sampling_steps)
+            images = generate(model, alpha_bar, sub, guidance, arm, k, noise, fresh, e.sampling_steps, rig(cfg))
             rows.append({"window": w, "arm": arm, **measure(images, sub)})
             firsts[f"{arm}@{w:g}"] = images[0]
     return rows, firsts
@@ -173,7 +177,8 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     cap_threads(e.max_threads)
     views, tensors = read_renders(paths.views, paths.renders, cfg.data.image_size)
     pretrained, alpha_bar = load_denoiser(paths.model, cfg.data.image_size, cfg.pretrain.channels,
-                                          cfg.pretrain.heads)
+                                          cfg.pretrain.heads, cfg.pretrain.conditioning == "rays",
+                                          cfg.pretrain.prediction)
     if len(alpha_bar) != cfg.pretrain.diffusion_steps:
         raise ValueError(f"{paths.model}: schedule has {len(alpha_bar)} steps, mvcustom.pretrain.diffusion_steps "
                          f"is {cfg.pretrain.diffusion_steps}")

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from stages.mvcustom.diffusion import MultiViewDenoiser, predicted_x0
+from stages.mvcustom.diffusion import MultiViewDenoiser, Rig, clean_estimate
 from stages.mvcustom.scene import Camera
 
 ARMS = ("plain", "dfr", "lcc", "dfr_lcc")
@@ -51,26 +51,27 @@ def consistency_aware_latent_completion(x_next: torch.Tensor, x0: torch.Tensor, 
 @torch.no_grad()
 def sample(model: MultiViewDenoiser, refs: torch.Tensor, ref_pose: torch.Tensor, target_pose: torch.Tensor,
            noise: torch.Tensor, fresh: torch.Tensor, alpha_bar: torch.Tensor, n_sampling_steps: int,
-           guidance: Guidance | None, dfr: bool, lcc: bool, window: int) -> torch.Tensor:
+           guidance: Guidance | None, dfr: bool, lcc: bool, window: int, rig: Rig) -> torch.Tensor:
     """Target views (n, v, 3, s, s) in [-1, 1] from initial noise (n, v, 3, s, s) and fresh noise (steps, n, v, ...).
 
-    ``refs`` (r, 3, s, s) in [-1, 1] with poses (r, 4); target poses (v, 4). DFR / LCC act in the first
-    ``window`` steps and need ``guidance``.
+    ``refs`` (r, 3, s, s) in [-1, 1] with poses (r, 2) in degrees; target poses (v, 2) (conditioned through
+    ``rig``; the first reference is view 0). DFR / LCC act in the first ``window`` steps and need ``guidance``.
     """
     if (dfr or lcc) and guidance is None:
         raise ValueError("DFR and LCC need the anchor's rendering and visibility (guidance)")
     n, v = noise.shape[:2]
     r = refs.shape[0]
     taus = ddim_timesteps(len(alpha_bar), n_sampling_steps)
-    pose = torch.cat([ref_pose, target_pose])[None].expand(n, -1, -1)
+    code, rays = rig.condition(torch.cat([ref_pose, target_pose]))
+    pose, rays = code[None].expand(n, -1, -1), rays[None].expand(n, -1, -1, -1, -1)
     is_ref = torch.cat([torch.ones(r, dtype=torch.bool), torch.zeros(v, dtype=torch.bool)])[None].expand(n, -1)
     x = noise.clone()
     for k, step in enumerate(taus):
         ab = alpha_bar[step]
         ab_next = float(alpha_bar[taus[k + 1]]) if k + 1 < len(taus) else 1.0
         t = torch.cat([torch.zeros(r), torch.full((v,), (step + 1) / len(alpha_bar))])[None].expand(n, -1)
-        eps = model(torch.cat([refs[None].expand(n, -1, -1, -1, -1), x], 1), t, pose, is_ref)[:, r:]
-        x0 = predicted_x0(x, eps, ab).clamp(-1, 1)
+        out = model(torch.cat([refs[None].expand(n, -1, -1, -1, -1), x], 1), t, pose, is_ref, rays)[:, r:]
+        x0 = clean_estimate(out, x, ab, model.prediction).clamp(-1, 1)
         early = k < window
         if dfr and early:
             x0 = depth_aware_feature_rendering(x0, guidance)

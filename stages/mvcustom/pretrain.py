@@ -15,7 +15,7 @@ from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.mvcustom.config import PAPER, PretrainInputs, load_pretrain
-from stages.mvcustom.diffusion import cosine_alpha_bar
+from stages.mvcustom.diffusion import Rig, cosine_alpha_bar
 from stages.mvcustom.expectations import train_log_suite
 from stages.mvcustom.io import poses, read_renders
 from stages.mvcustom.training import fit, new_denoiser, save_denoiser
@@ -44,9 +44,11 @@ def run(cfg: PretrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                                      cfg.image_size)
     pose = torch.as_tensor(poses(pre)).reshape(n_scenes, n_views, 2)
     seed = derive_seed(ctx.seed, PAPER, "pretrain")
-    model = new_denoiser(cfg.image_size, p.channels, p.heads, seed)
+    model = new_denoiser(cfg.image_size, p.channels, p.heads, seed, p.conditioning == "rays", p.prediction)
     alpha_bar = cosine_alpha_bar(p.diffusion_steps)
-    log = fit(model, images, pose, alpha_bar, p.batch_size, p.lr, MAX_REFS, p.trainer, seed, p.ema_decay, p.lr_floor)
+    rig = Rig(cfg.radius, cfg.focal, cfg.image_size, p.relative_pose)
+    log = fit(model, images, pose, alpha_bar, p.batch_size, p.lr, MAX_REFS, p.trainer, seed, rig, p.ema_decay,
+              p.lr_floor)
     table = pd.DataFrame(log)
     validate_table(table, f"{PAPER}.train_log", train_log_suite(len(table)))
     write_parquet(table, paths.train_log)

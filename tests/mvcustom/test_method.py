@@ -10,11 +10,15 @@ import torch
 
 from stages.mvcustom.diffusion import (
     MultiViewDenoiser,
+    Rig,
+    camera_rays,
+    clean_estimate,
     cosine_alpha_bar,
     denoising_loss,
     pose_features,
     predicted_x0,
     q_sample,
+    velocity,
 )
 from stages.mvcustom.inference import (
     Guidance,
@@ -25,7 +29,7 @@ from stages.mvcustom.inference import (
     sample,
 )
 from stages.mvcustom.metrics import colour_histogram, gt_mse, identity_similarity, pose_accuracy
-from stages.mvcustom.scene import Camera
+from stages.mvcustom.scene import Camera, pixel_rays
 from stages.mvcustom.training import cosine_lr_factor, ema_update, random_roles
 
 
@@ -44,9 +48,63 @@ def test_predicted_x0_inverts_q_sample():
     assert torch.allclose(predicted_x0(xt, noise, ab), x0, atol=1e-5)
 
 
+def test_v_prediction_by_hand():
+    x0, noise, ab = torch.tensor([0.5]), torch.tensor([-1.0]), torch.tensor(0.64)
+    v = velocity(x0, noise, ab)
+    assert float(v) == pytest.approx(0.8 * -1.0 - 0.6 * 0.5)                  # √ᾱ ε − √(1−ᾱ) x0
+    xt = q_sample(x0, ab, noise)                                              # 0.8 · 0.5 + 0.6 · -1 = -0.2
+    assert float(clean_estimate(v, xt, ab, "v")) == pytest.approx(0.5)        # √ᾱ x_t − √(1−ᾱ) v
+    assert float(clean_estimate(noise, xt, ab, "eps")) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="prediction"):
+        clean_estimate(v, xt, ab, "x0")
+
+
 def test_pose_features_by_hand():
     f = pose_features(torch.tensor([90.0]), torch.tensor([30.0]))
     assert f[0].tolist() == pytest.approx([1.0, 0.0, 0.5, math.sqrt(3) / 2], abs=1e-6)
+
+
+def test_camera_rays_by_hand():
+    # azimuth 0, elevation 0: the camera sits at o = (0, 0.35, 3.5) looking along -z; right = +x, up = +y.
+    # 2 x 2 pixels, focal 1: pixel (row 0, column 0) looks along (-0.5, 0.5, -1) / √1.5, and its moment is
+    # o × d = (0.35 · -1 − 3.5 · 0.5, 3.5 · -0.5 − 0, 0 − 0.35 · -0.5) / √1.5 = (-2.1, -1.75, 0.175) / √1.5
+    r = camera_rays(torch.tensor(0.0), torch.tensor(0.0), 3.5, 1.0, 2)
+    n = math.sqrt(1.5)
+    assert r.shape == (6, 2, 2)
+    assert r[:, 0, 0].tolist() == pytest.approx([-0.5 / n, 0.5 / n, -1 / n, -2.1 / n, -1.75 / n, 0.175 / n], abs=1e-6)
+    assert r[:3, 1, 1].tolist() == pytest.approx([0.5 / n, -0.5 / n, -1 / n], abs=1e-6)    # row 1, column 1
+    # azimuth 90: the camera at (3.5, 0.35, 0) looks along -x, its right is -z
+    r = camera_rays(torch.tensor(90.0), torch.tensor(0.0), 3.5, 1.0, 2)
+    assert r[:3, 0, 0].tolist() == pytest.approx([-1 / n, 0.5 / n, 0.5 / n], abs=1e-6)
+
+
+def test_camera_rays_match_the_renderer():
+    for az, el in ((0.0, 20.0), (37.0, 25.0), (300.0, 40.0)):
+        origins, dirs = pixel_rays(Camera(az, el, 3.5, 16.0, 16))
+        r = camera_rays(torch.tensor(az), torch.tensor(el), 3.5, 16.0, 16).reshape(6, -1).T.numpy()
+        np.testing.assert_allclose(r[:, :3], dirs, atol=1e-6)
+        np.testing.assert_allclose(r[:, 3:], np.cross(origins, dirs), atol=1e-5)
+
+
+def test_relative_rig_rotates_the_world_to_the_first_view():
+    pose = torch.tensor([[[120.0, 20.0], [150.0, 40.0]], [[0.0, 20.0], [30.0, 40.0]]])
+    code, rays = Rig(3.5, 16.0, 4, relative=True).condition(pose)
+    assert torch.allclose(code[0], code[1]) and torch.allclose(rays[0], rays[1])   # same relative poses
+    assert code[0, 0].tolist() == pytest.approx([0.0, 1.0, math.sin(math.radians(20)), math.cos(math.radians(20))],
+                                                abs=1e-6)
+    code_w, rays_w = Rig(3.5, 16.0, 4).condition(pose)
+    assert torch.allclose(rays_w[1], rays[1]) and not torch.allclose(rays_w[0], rays[0])
+
+
+def test_ray_conditioned_denoiser_needs_rays_and_uses_them():
+    torch.manual_seed(0)
+    model = MultiViewDenoiser(4, 4, 2, emb_dim=8, rays=True).eval()
+    torch.nn.init.normal_(model.out[-1].weight)
+    x, t, pose, is_ref = torch.rand(1, 2, 3, 4, 4), torch.rand(1, 2), torch.rand(1, 2, 4), torch.tensor([[True, False]])
+    rays = torch.rand(1, 2, 6, 4, 4)
+    with pytest.raises(ValueError, match="rays"):
+        model(x, t, pose, is_ref)
+    assert not torch.allclose(model(x, t, pose, is_ref, rays), model(x, t, pose, is_ref, rays.flip(-1)))
 
 
 def test_ddim_timesteps_span_the_schedule():
@@ -80,20 +138,21 @@ def tiny_model() -> MultiViewDenoiser:
 
 def test_sampling_arms_differ_only_where_they_act():
     model, ab = tiny_model(), cosine_alpha_bar(20)
-    refs, ref_pose, target_pose = torch.rand(2, 3, 4, 4) * 2 - 1, torch.rand(2, 4), torch.rand(2, 4)
+    refs, ref_pose, target_pose = torch.rand(2, 3, 4, 4) * 2 - 1, torch.rand(2, 2) * 90, torch.rand(2, 2) * 90
+    rig = Rig(3.5, 4.0, 4)
     gen = torch.Generator().manual_seed(0)
     noise, fresh = torch.randn(1, 2, 3, 4, 4, generator=gen), torch.randn(5, 1, 2, 3, 4, 4, generator=gen)
     visible = torch.zeros(2, 4, 4, dtype=torch.bool)
     visible[:, :2] = True
     g = Guidance(torch.zeros(2, 3, 4, 4), visible)
-    plain = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, False, False, 0)
-    again = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, False, 2)
+    plain = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, False, False, 0, rig)
+    again = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, False, 2, rig)
     assert torch.equal(plain, again)                                  # same noise, no technique: identical
-    dfr = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, True, False, 2)
-    lcc = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, True, 2)
+    dfr = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, True, False, 2, rig)
+    lcc = sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, g, False, True, 2, rig)
     assert not torch.equal(dfr, plain) and not torch.equal(lcc, plain)
     with pytest.raises(ValueError, match="guidance"):
-        sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, True, False, 2)
+        sample(model, refs, ref_pose, target_pose, noise, fresh, ab, 5, None, True, False, 2, rig)
 
 
 def test_denoising_loss_ignores_reference_views():
@@ -103,6 +162,15 @@ def test_denoising_loss_ignores_reference_views():
     loss = denoising_loss(model, x0, pose, is_ref, ab, torch.Generator().manual_seed(0))
     loss.backward()
     assert math.isfinite(float(loss)) and float(loss) > 0
+    # a v-prediction denoiser that outputs 0 scores E v² over the target views only (same draws of t and noise)
+    torch.manual_seed(0)
+    v_model = MultiViewDenoiser(4, 4, 2, emb_dim=8, prediction="v").eval()
+    gen = torch.Generator().manual_seed(0)
+    step = torch.randint(0, 20, (2, 1), generator=gen)
+    noise = torch.randn(x0.shape, generator=gen)
+    want = velocity(x0, noise, ab[step.expand(2, 3)][..., None, None, None])[~is_ref]
+    got = denoising_loss(v_model, x0, pose, is_ref, ab, torch.Generator().manual_seed(0))
+    assert float(got) == pytest.approx(float((want ** 2).mean()), rel=1e-5)
 
 
 def test_random_roles_give_at_least_one_reference_and_one_target():
