@@ -35,7 +35,8 @@ def summarise(programs: pd.DataFrame) -> dict[str, Any]:
                          "run_rate": float(g.runnable.mean()), "reliable": float((g.score >= 5).mean()),
                          "tokens": float(g.tokens.mean()), "masked": float(g.masked.mean()),
                          "resampled": float(g.resampled.mean()), "runs": float(g.n_versions.mean()),
-                         "decode_s": float(g.decode_s.mean()),
+                         "first_program_tokens": float(g.first_program_tokens[g.first_program_tokens >= 0].mean())
+                         if (g.first_program_tokens >= 0).any() else None,
                          "run_rate_by_task": {str(t): float(x) for t, x in g.groupby("task").runnable.mean().items()},
                          "errors": g[~g.runnable].error.str.extract(r"^(\w+)")[0].value_counts().to_dict()}
     return out
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> None:
                                    "sandbox_cpu_s": out["sandbox_cpu_s"], "decode_s": out["decode_s"],
                                    "decode_cpu_s": out["decode_cpu_s"], "tokens": tokens,
                                    "tokens_per_s": tokens / max(out["decode_s"], 1e-9),
+                                   "tokens_per_cpu_s": tokens / max(out["decode_cpu_s"], 1e-9),
                                    "programs": programs[["seed_index", "task", "arm", "attempt", "runnable", "score",
                                                          "program", "error", "tokens"]].to_dict("records")}
             args.out.write_text(json.dumps(report, indent=1, default=str))

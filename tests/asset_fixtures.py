@@ -1,7 +1,7 @@
 """Smoke-profile assets, prepared once per test session in a temporary folder.
 
 Registered for the whole suite by ``tests/conftest.py`` (``pytest_plugins``), so a paper's
-tests ask for ``digits_asset``, ``japanese_vowels_asset``, ``smollm2_asset``, ... instead of
+tests ask for ``digits_asset``, ``japanese_vowels_asset``, ``smollm2_asset``, ``gemma3_asset``, ... instead of
 reading ``data/assets/`` (absent on a fresh clone).
 """
 
@@ -18,6 +18,7 @@ from stages.assets import (
     efficientnet,
     enwiki,
     fashion_mnist,
+    gemma3,
     hypergraphs,
     minilm,
     retrieval,
@@ -102,6 +103,17 @@ def smollm2_asset(asset_params: Path, asset_root: Path, wikipedia_asset: Path) -
         return prepared
     except AssetError:
         return prepare(smollm2, load_smollm2, asset_params, asset_root, corpus=wikipedia_asset, model=None)
+
+
+@pytest.fixture(scope="session")
+def gemma3_asset(asset_params: Path, asset_root: Path) -> Path:
+    """The pipeline's copy if it is prepared and intact, else assembled and dequantised here (a minute or two)."""
+    prepared = ROOT / "models" / "assets" / gemma3.ASSET
+    try:
+        verify_files(prepared, gemma3.ASSET)
+        return prepared
+    except AssetError:
+        return prepare(gemma3, gemma3.load_gemma3, asset_params, asset_root, model=None)
 
 
 @pytest.fixture(scope="session")

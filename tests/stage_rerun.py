@@ -28,8 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 NONDETERMINISTIC = {
     "text2grad": "SFT policy bytes, PPO curves and metrics.json differed in 1 of 3 pairs of smoke runs",
     "sci2pol": "bench scores/answers and metrics.json differed in 1 of 3 pairs of smoke runs",
-    "refinestat": "programs.parquet records each attempt's decode wall time (decode_s), and metrics.json the "
-                  "tokens per second from it; the fix moves it to the timings and needs a default rerun",
 }
 
 # output names that hold wall times (claim.json, the report's text and the timing), which differ run to run

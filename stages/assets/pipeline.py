@@ -4,6 +4,7 @@ STEPS = (
     "wikipedia",
     "enwiki",
     "smollm2",
+    "gemma3",
     "minilm",
     "efficientnet",
     "retrieval",
@@ -28,6 +29,10 @@ STEP_PATHS = {
         "corpus": "data/assets/wikipedia",
         "model": "models/assets/smollm2-135m",
         "manifest": "reports/assets/manifests/smollm2-135m.json",
+    },
+    "gemma3-270m": {
+        "model": "models/assets/gemma3-270m",
+        "manifest": "reports/assets/manifests/gemma3-270m.json",
     },
     "minilm-l6-v2": {
         "model": "models/assets/minilm-l6-v2",

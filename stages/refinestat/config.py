@@ -18,6 +18,7 @@ METRICS = (
     "conclusive_tasks",
     "expert_reliability_min",
     "heldout_within_tolerance_fraction",
+    "heldout_not_below_null_fraction",
     "reliability_separation_min",
     "run_rate_refinestat",
     "run_rate_refinestat_minus_syntax",
@@ -30,6 +31,7 @@ METRICS = (
 TaskName = Literal["eight_schools", "dugongs", "diabetes"]
 Method = Literal["unconstrained", "syntax", "refinestat"]
 PromptEnd = Literal["indent", "healed", "newline"]
+Generator = Literal["smollm2-135m", "gemma3-270m"]  # causal-LM asset folders under models/assets/
 METHODS: tuple[str, ...] = ("unconstrained", "syntax", "refinestat")
 
 
@@ -88,6 +90,7 @@ class ReliabilityConfig(Section):
 class GenerateConfig(Section):
     """The generator, the methods and their equal token budget."""
 
+    generator: Generator
     n_seeds: int = Field(ge=1, le=20)
     n_programs: int = Field(ge=1, le=100)
     methods: list[Method] = Field(min_length=1)
@@ -131,6 +134,7 @@ class ReportConfig(Section):
     """The held-out tolerance, and which checks of the verdict rule are gates (positive controls)."""
 
     heldout_tolerance: float = Field(gt=0)
+    null_margin: float = Field(ge=0)
     gates: list[str] = Field(min_length=1)
 
 

@@ -19,6 +19,7 @@ are never generated and cost nothing), and at most ``max_runs`` programs submitt
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -88,14 +89,22 @@ class LMSource:
         self.after_line = "\n" + INDENT[:PROMPT_ENDS[prompt_end]]
         ids = tokenizer(prompt, return_tensors="pt").input_ids
         with torch.no_grad():
-            out = model(ids, use_cache=True)
+            out = model(ids, use_cache=True, logits_to_keep=1)  # the last position's logits only
         self.cache = out.past_key_values
+        # a sliding-window layer (Gemma 3) drops the states that left its window, so its cache cannot be cropped
+        # back past them: such a cache is copied at every checkpoint and restored from the copy instead
+        self.sliding = any(getattr(layer, "is_sliding", False) for layer in getattr(self.cache, "layers", ()))
+        self.saved: list[Any] = [copy.deepcopy(self.cache)] if self.sliding else []
         self.checkpoints: list[tuple[int, torch.Tensor]] = [(ids.shape[1], out.logits[0, -1])]
         self.eos = int(tokenizer.eos_token_id)
         self.vocab = vocab if vocab is not None else token_texts(tokenizer, out.logits.shape[-1])
         self._logits = self.checkpoints[-1][1]
 
     def _crop(self, length: int) -> None:
+        if self.sliding:
+            if self.cache.get_seq_length() != length:
+                self.cache = copy.deepcopy(self.saved[len(self.checkpoints) - 1])
+            return
         extra = self.cache.get_seq_length() - length
         if extra > 0:
             self.cache.crop(-extra)
@@ -116,12 +125,15 @@ class LMSource:
         n, _ = self.checkpoints[-1]
         ids = self.tok(line + self.after_line, add_special_tokens=False, return_tensors="pt").input_ids
         with torch.no_grad():
-            out = self.model(ids, cache=self.cache, use_cache=True)
+            out = self.model(ids, cache=self.cache, use_cache=True, logits_to_keep=1)
         self.checkpoints.append((n + ids.shape[1], out.logits[0, -1]))
+        if self.sliding:
+            self.saved.append(copy.deepcopy(self.cache))
         self._logits = self.checkpoints[-1][1]
 
     def rewind(self, n_lines: int) -> None:
         self.checkpoints = self.checkpoints[:n_lines + 1]
+        self.saved = self.saved[:n_lines + 1]
         self.new_line()
 
     @property
@@ -388,6 +400,7 @@ def attempt(src: TokenSource, gen: torch.Generator, run: Callable[[list[str]], d
     versions: list[dict[str, Any]] = []
     keep: list[str] = []
     rounds = 0
+    first_program_tokens = -1  # tokens spent when the first complete program was submitted (-1: none)
     while budget.tokens > 0 and budget.runs > 0:
         src.rewind(len(keep))
         program, complete = draft(src, gen, budget, s, method, task, keep, trace)
@@ -395,6 +408,8 @@ def attempt(src: TokenSource, gen: torch.Generator, run: Callable[[list[str]], d
             break  # the budget ran out inside a program: nothing to submit
         budget.runs -= 1
         budget.redrafts += 1
+        if first_program_tokens < 0:
+            first_program_tokens = budget.used_tokens
         result = run(program)
         score = reliability_score(result, s.thresholds) if result["outcome"] == "ok" else -1
         versions.append({"program": program, "result": result, "score": score})
@@ -414,7 +429,7 @@ def attempt(src: TokenSource, gen: torch.Generator, run: Callable[[list[str]], d
     if best is not None and method != "refinestat":
         best = versions[-1]
     return {"versions": versions, "best": best, "tokens": budget.used_tokens, "resampled": budget.resampled,
-            "masked": budget.masked, "trace": trace.events,
+            "masked": budget.masked, "trace": trace.events, "first_program_tokens": first_program_tokens,
             "first_runnable": bool(versions) and versions[0]["result"]["outcome"] == "ok"}
 
 

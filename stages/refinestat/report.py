@@ -80,15 +80,17 @@ def _gap(p: pd.DataFrame, task: str, arm: str, expert: pd.Series) -> float:
     return math.nan if rows.empty else _value(rows.iloc[0].predictive) - _value(expert.predictive)
 
 
-def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> dict[str, list[float | None]]:
+def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float, null_margin: float = 0.1
+                    ) -> dict[str, list[float | None]]:
     """Per-seed verdict metrics: gates (experts reliable, expert vs mis-specified separation, the scripted positive
     control writes the valid program, tasks where some method runs) and claims (run-rate margins, RefineStat's
-    predictive density within tolerance of the expert); the null model's share within tolerance beside them."""
+    predictive density within tolerance of the expert, and not below the null model's by more than ``null_margin``,
+    each over the conclusive tasks); the null model's share within tolerance beside them."""
     out: dict[str, list[float | None]] = {k: [] for k in (
         "run_rate_unconstrained", "run_rate_syntax", "run_rate_refinestat", "run_rate_refinestat_minus_unconstrained",
         "run_rate_refinestat_minus_syntax", "expert_reliability_min", "reliability_separation_min",
         "scripted_control_accepts", "conclusive_tasks", "heldout_within_tolerance_fraction",
-        "null_within_tolerance_fraction")}
+        "heldout_not_below_null_fraction", "null_within_tolerance_fraction")}
     for s in range(n_seeds):
         p = programs[programs.seed_index == s]
         rates = {m: float(p[p.arm == m].runnable.mean()) if (p.arm == m).any() else math.nan for m in METHODS}
@@ -107,12 +109,15 @@ def verdict_metrics(programs: pd.DataFrame, n_seeds: int, tolerance: float) -> d
             for t, g in zip(tasks, scripted, strict=True)])))
         conclusive = [t for t in tasks if p[(p.task == t) & p.arm.isin(METHODS)].runnable.any()]
         out["conclusive_tasks"].append(len(conclusive) / len(tasks))
-        within = []
+        within, above_null = [], []
         for t in conclusive:
             chosen = returned_program(p[(p.task == t) & (p.arm == "refinestat")])
             gap = math.nan if chosen is None else _value(chosen.predictive) - _value(expert[t].predictive)
             within.append(bool(np.isfinite(gap) and gap >= -tolerance))
+            null_gap = _gap(p, t, "null", expert[t])  # null - expert
+            above_null.append(bool(np.isfinite(gap) and np.isfinite(null_gap) and gap >= null_gap - null_margin))
         out["heldout_within_tolerance_fraction"].append(float(np.mean(within)) if within else math.nan)
+        out["heldout_not_below_null_fraction"].append(float(np.mean(above_null)) if above_null else math.nan)
         nulls = [_gap(p, t, "null", expert[t]) for t in tasks]
         out["null_within_tolerance_fraction"].append(
             float(np.mean([np.isfinite(g) and g >= -tolerance for g in nulls])) if (p.arm == "null").any()
@@ -270,7 +275,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     """Compute the verdict and write the report."""
     programs = read_parquet(paths.programs, columns=["seed_index", "task", "arm", "attempt", "runnable", "score",
                                                      "outcome", "program", "predictive", "tokens", "first_runnable",
-                                                     "resampled", "masked", "n_versions", "error", "decode_s"])
+                                                     "resampled", "masked", "n_versions", "error"])
     validate_table(programs, f"{PAPER}.programs", programs_suite(len(programs)))
     versions = read_parquet(paths.versions, columns=["seed_index", "task", "arm", "attempt", "version", "score"])
     validate_table(versions, f"{PAPER}.versions", versions_suite(len(versions)))
@@ -279,7 +284,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     n_seeds = int(programs.seed_index.max()) + 1
     timings = read_timings(paths.timings, TIMED_STEPS)
     tol = cfg.report.heldout_tolerance
-    per_seed = verdict_metrics(programs, n_seeds, tol)
+    per_seed = verdict_metrics(programs, n_seeds, tol, cfg.report.null_margin)
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.report.gates)
     paths.plots.mkdir(parents=True, exist_ok=True)
@@ -313,7 +318,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                      for (t, a), g in unscored.groupby(["task", "arm"])]
     errors = error_kinds(ok[~ok.runnable & (ok.n_versions > 0)])
     wall_min = sum(timings.values()) / 60
-    decode_s = float(ok.decode_s.sum())
+    synth_s = timings["synthesize"]  # the runner's wall time: decoding, sandbox runs and controls together
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, tol=tol, min_passing=cfg.min_passing,
                  per_seed=per_seed, method_rows=method_rows(programs, n_seeds, cfg.min_passing),
                  predictive_rows=predictive_rows(programs, n_seeds), gates=cfg.report.gates,
@@ -322,13 +327,15 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  any_runnable=bool(ok.runnable.any()), errors=errors,
                  n_checks=len(CHECKS), rel=cfg.reliability, gen=cfg.generate, sampler=cfg.sampler,
                  sandbox=cfg.sandbox, rep=rep, pilot=rep.pilot, history=rep.history, gemma=rep.gemma,
+                 gp=rep.generator_pilot,
                  generator=Path(PATHS["lm"]).name, n_methods=len(METHODS), n_per_seed=n_per_seed, margin=margin,
                  p_seed=p_seed, p_all=p_seed ** n_seeds, p_seed_pilot=p_seed_pilot,
                  p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows,
                  p_seed_double=seed_clears_probability(rep.paper_run_rates, 2 * n_per_seed, margin),
                  null_share_max=max([x for x in per_seed["null_within_tolerance_fraction"]
                                      if x is not None and np.isfinite(x)], default=0.0),
-                 null_rows=null_rows(programs, n_seeds, tol), scripted_rows=scripted_rows(programs, trace),
+                 null_rows=null_rows(programs, n_seeds, tol), null_margin=cfg.report.null_margin,
+                 scripted_rows=scripted_rows(programs, trace),
                  trace_rows=trace_rows(ok, trace[trace.arm.isin(METHODS)]), trace_examples=trace_examples(trace, 8),
                  trace_max=int(trace.groupby(["seed_index", "task", "arm", "attempt"]).size().max()) if len(trace)
                  else 0,
@@ -340,7 +347,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                                   for c in cfg.verdict.checks if c.name not in cfg.report.gates},
                  wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
                  n_distinct=int(programs[programs.n_versions > 0].program.nunique()),
-                 decode_s=decode_s, tokens_per_s=float(ok.tokens.sum()) / decode_s if decode_s > 0 else math.nan,
+                 synth_s=synth_s, tokens_per_s=float(ok.tokens.sum()) / synth_s if synth_s > 0 else math.nan,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
     return {"verdict": claim.verdict}
 

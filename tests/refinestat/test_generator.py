@@ -136,3 +136,34 @@ def test_line_sampling_rewinds_the_cache(smollm2_asset):
     src.rewind(0)
     assert src.n_lines == 0
     assert sample_statement(src, generator_for(7), Budget(100, 1), s, 0.7, None, Trace(), 0) == a
+
+
+@pytest.mark.slow
+def test_a_sliding_window_cache_rewinds_past_its_window(gemma3_asset):
+    """Gemma 3's sliding-window layers drop states older than their window: past it the cache is restored from a
+    copy taken at each accepted line, and gives the same logits as a fresh prefix."""
+    torch.set_num_threads(1)
+    model, tok = load_causal_lm(gemma3_asset)
+    prompt = build_prompt("dugongs", {"age": 27, "y": 27}, n_shots=3)
+    window = model.config.sliding_window
+    lines = ['alpha = pm.Normal("alpha", mu=0, sigma=1)'] * 3
+    src = LMSource(model, tok, prompt, vocab=[""] * model.config.vocab_size)
+    assert src.sliding
+    start = src.logits().clone()
+    for line in lines:
+        for t in tok(" some rejected tokens", add_special_tokens=False).input_ids:
+            src.push(t)
+        src.accept(line)
+    for t in range(64):
+        src.push(1000 + t)
+    assert src.cache.get_seq_length() > window  # past the window: a crop could not roll this back
+    src.rewind(0)
+    assert torch.equal(src.logits(), start) and src.cache.get_seq_length() == src.checkpoints[0][0]
+    for line in lines:
+        src.accept(line)
+    src.push(7)
+    fresh = LMSource(model, tok, prompt, vocab=[""] * model.config.vocab_size)
+    for line in lines:
+        fresh.accept(line)
+    fresh.push(7)
+    assert torch.equal(src.logits(), fresh.logits())

@@ -44,7 +44,7 @@ def made_up(seeds: list[dict]) -> pd.DataFrame:
 
 def verdict_of(seeds: list[dict]) -> str:
     cfg = load_report(ROOT / "params.yaml")
-    per_seed = verdict_metrics(made_up(seeds), len(seeds), cfg.report.heldout_tolerance)
+    per_seed = verdict_metrics(made_up(seeds), len(seeds), cfg.report.heldout_tolerance, cfg.report.null_margin)
     claim = decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(len(seeds))), profile="default", timings={})
     return gated_verdict(claim, cfg.report.gates).verdict
 
@@ -79,6 +79,10 @@ def test_verdict_metrics_by_hand():
     rows = null_rows(made_up([GOOD]), 1, 0.5)
     assert [r["null - expert"] for r in rows] == ["-0.300"] * 3
     assert verdict_metrics(made_up([MIXED]), 1, 0.5)["heldout_within_tolerance_fraction"] == [0.0]
+    assert vm["heldout_not_below_null_fraction"] == [1.0]        # -1.1 is above the null's -1.3
+    # within 0.5 of the expert, yet more than 0.1 below a null model that matches the expert: fails the null check
+    loose = verdict_metrics(made_up([{**GOOD, "null": (7, -1.0), "refinestat": (3, 6, -1.3)}]), 1, 0.5, 0.1)
+    assert loose["heldout_within_tolerance_fraction"] == [1.0] and loose["heldout_not_below_null_fraction"] == [0.0]
 
 
 def test_no_runnable_program_makes_a_task_inconclusive_not_a_loss():
