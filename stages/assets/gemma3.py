@@ -22,9 +22,9 @@ from typing import Any
 
 from pydantic import Field
 
+from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation
 from stages.assets.config import _loader
 from stages.assets.manifest import AssetError, package_dir, package_source, sha256_file, write_manifest
-from stages.assets.smollm2 import gguf_tensor_types, greedy_continuation
 from stages.core.config import Section
 from stages.core.io import atomic_dir
 from stages.core.stage import StageContext, Step, out

@@ -10,11 +10,11 @@ Wikipedia extracts.
 
 from __future__ import annotations
 
-import collections
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation
 from stages.assets.config import SmolLMConfig, load_smollm2
 from stages.assets.loaders import load_corpus
 from stages.assets.manifest import (
@@ -40,24 +40,6 @@ class Paths:
     corpus: Path = inp("Wikipedia corpus asset (perplexity check)")
     model: Path = out("asset folder: float32 safetensors, tokenizer, manifest.json")
     manifest: Path = out("committed copy of the manifest")
-
-
-def gguf_tensor_types(path: Path) -> dict[str, int]:
-    """How many tensors of each ggml type the GGUF file holds."""
-    from gguf import GGUFReader
-
-    return dict(collections.Counter(t.tensor_type.name for t in GGUFReader(str(path)).tensors))
-
-
-def greedy_continuation(model: Any, tokenizer: Any, prompt: str, max_new_tokens: int) -> str:
-    """The greedy continuation of ``prompt`` (new text only)."""
-    import torch
-
-    enc = tokenizer(prompt, return_tensors="pt")
-    with torch.inference_mode():
-        out_ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
-                                 pad_token_id=tokenizer.eos_token_id)
-    return tokenizer.decode(out_ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
 
 
 def corpus_perplexity(model: Any, tokenizer: Any, texts: list[str], max_tokens: int, batch_size: int) -> float:

@@ -7,6 +7,7 @@ import shutil
 import numpy as np
 import pytest
 
+from stages.assets.causal_lm import greedy_continuation
 from stages.assets.gemma3 import assemble_gguf
 from stages.assets.image_encoder import load_image_encoder
 from stages.assets.loaders import (
@@ -18,7 +19,6 @@ from stages.assets.loaders import (
 )
 from stages.assets.manifest import AssetError
 from stages.assets.minilm import paraphrase_margin
-from stages.assets.smollm2 import greedy_continuation
 from stages.core.io import read_json
 from stages.core.lm_scoring import score_sequences
 from tests.assets.conftest import corrupt_copy

@@ -92,7 +92,7 @@ def test_relative_rig_rotates_the_world_to_the_first_view():
     assert torch.allclose(code[0], code[1]) and torch.allclose(rays[0], rays[1])   # same relative poses
     assert code[0, 0].tolist() == pytest.approx([0.0, 1.0, math.sin(math.radians(20)), math.cos(math.radians(20))],
                                                 abs=1e-6)
-    code_w, rays_w = Rig(3.5, 16.0, 4).condition(pose)
+    _code_w, rays_w = Rig(3.5, 16.0, 4).condition(pose)
     assert torch.allclose(rays_w[1], rays[1]) and not torch.allclose(rays_w[0], rays[0])
 
 

@@ -1,0 +1,26 @@
+"""Checks shared by the causal-LM asset stages (``smollm2``, ``gemma3``): what a GGUF file holds and a greedy
+continuation of the saved copy. Not a step: step modules import it, never each other."""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+
+def gguf_tensor_types(path: Path) -> dict[str, int]:
+    """How many tensors of each ggml type the GGUF file holds."""
+    from gguf import GGUFReader
+
+    return dict(collections.Counter(t.tensor_type.name for t in GGUFReader(str(path)).tensors))
+
+
+def greedy_continuation(model: Any, tokenizer: Any, prompt: str, max_new_tokens: int) -> str:
+    """The greedy continuation of ``prompt`` (new text only)."""
+    import torch
+
+    enc = tokenizer(prompt, return_tensors="pt")
+    with torch.inference_mode():
+        out_ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
+                                 pad_token_id=tokenizer.eos_token_id)
+    return tokenizer.decode(out_ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
