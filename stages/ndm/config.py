@@ -158,8 +158,8 @@ def load_report(params: Path) -> ReportInputs:
     """``ndm.report``, ``ndm.verdict`` and the sections whose sizes the report states."""
     report = load_section(ReportConfig, f"{PAPER}.report", params)
     verdict = load_section(VerdictRule, f"{PAPER}.verdict", params)
-    try:
-        return ReportInputs(report=report, verdict=verdict, toy=load_toy(params),
-                            activations=load_activations(params), fit=load_fit(params))
+    toy, activations, fit = load_toy(params), load_activations(params), load_fit(params)
+    try:  # only the cross-section check below is wrapped: each section's own errors already name their key
+        return ReportInputs(report=report, verdict=verdict, toy=toy, activations=activations, fit=fit)
     except ValueError as err:
         raise ConfigError(f"{PAPER}.report: {err}") from None
