@@ -18,8 +18,8 @@ from stages.mvcustom.config import PAPER, ReportInputs, load_report
 from stages.mvcustom.expectations import results_suite, train_log_suite
 
 TIMED_STEPS = ("data", "pretrain", "evaluate")
-ARMS = ["plain", "dfr", "lcc", "dfr_lcc", "warp_only", "ground_truth", "shuffled_truth"]
-MEASURES = ("gt_mse", "reproj_error", "pose_accuracy", "identity")
+ARMS = ["plain", "dfr", "lcc", "dfr_lcc", "warp_only", "pose_blind", "ground_truth", "shuffled_truth"]
+MEASURES = ("gt_mse", "reproj_error", "pose_accuracy", "pose_specificity", "identity")
 TAIL = 10  # logged pre-training losses averaged for the report (one batch's loss is noisy)
 CARD = PaperCard(
     paper=PAPER,
@@ -55,7 +55,8 @@ def per_arm(results: pd.DataFrame, window: float, measure: str, n_seeds: int) ->
 
 
 def verdict_metrics(results: pd.DataFrame, evaluation: dict[str, Any]) -> dict[str, list[float | None]]:
-    """Per-seed verdict metrics: the two gates, DFR + LCC against plain, pose accuracy of both."""
+    """Per-seed verdict metrics: the gates, DFR + LCC against plain, pose accuracy and specificity, the pose-blind
+    control against the floor."""
     n, w = evaluation["n_seeds"], evaluation["window"]
     m = {k: {a: np.array(v) for a, v in per_arm(results, w, k, n).items()} for k in MEASURES}
     return {"gt_mse_warp_minus_plain": (m["gt_mse"]["warp_only"] - m["gt_mse"]["plain"]).tolist(),
@@ -66,6 +67,9 @@ def verdict_metrics(results: pd.DataFrame, evaluation: dict[str, Any]) -> dict[s
             "gt_mse_warp_minus_dfr_lcc": (m["gt_mse"]["warp_only"] - m["gt_mse"]["dfr_lcc"]).tolist(),
             "identity_dfr_lcc_minus_plain": (m["identity"]["dfr_lcc"] - m["identity"]["plain"]).tolist(),
             "pose_accuracy_plain": m["pose_accuracy"]["plain"].tolist(),
+            "pose_specificity_plain": m["pose_specificity"]["plain"].tolist(),
+            "pose_specificity_dfr_lcc": m["pose_specificity"]["dfr_lcc"].tolist(),
+            "gt_mse_warp_minus_pose_blind": (m["gt_mse"]["warp_only"] - m["gt_mse"]["pose_blind"]).tolist(),
             "pose_accuracy_dfr_lcc": m["pose_accuracy"]["dfr_lcc"].tolist()}
 
 

@@ -19,7 +19,8 @@ FLOOR_WINS = {**GOOD, "warp_only": (0.010, 0.05, 0.70)}
 
 
 def made_up(per_seed: list[dict[str, tuple[float, float, float]]]) -> tuple[pd.DataFrame, dict]:
-    """Test rows from per-seed {arm: (gt_mse, reproj_error, identity)}; truths consistent, shuffled not."""
+    """Test rows from per-seed {arm: (gt_mse, reproj_error, identity)} (and {"spec": {arm: pose specificity}},
+    0.5 unless given); truths consistent, shuffled not."""
     rows = []
     for s, seed in enumerate(per_seed):
         for arm in ARMS:
@@ -28,9 +29,10 @@ def made_up(per_seed: list[dict[str, tuple[float, float, float]]]) -> tuple[pd.D
                 gt, rp, ident = 0.0, 0.01, 0.9
             if arm == "shuffled_truth":
                 gt, rp, ident = 0.03, 0.08, 0.9
+            spec = {"ground_truth": 0.0, "shuffled_truth": 2.0, "pose_blind": 1.0, **seed.get("spec", {})}.get(arm, 0.5)
             window = WINDOW if arm in ("dfr", "lcc", "dfr_lcc") else 0.0
             rows.append({"split": "test", "subject": s, "window": window, "arm": arm, "gt_mse": gt,
-                         "reproj_error": rp, "pose_accuracy": 0.5, "identity": ident})
+                         "reproj_error": rp, "pose_accuracy": 0.5, "pose_specificity": spec, "identity": ident})
             if arm == "dfr_lcc":   # another window's rows must not be read
                 rows.append({**rows[-1], "window": 0.2, "gt_mse": 0.9, "reproj_error": 0.9})
     return pd.DataFrame(rows), {"n_seeds": len(per_seed), "window": WINDOW}
@@ -66,6 +68,8 @@ def test_verdict_metrics_by_hand():
     assert vm["identity_dfr_lcc_minus_plain"] == [pytest.approx(0.01)]
     assert vm["gt_mse_warp_minus_dfr_lcc"] == [pytest.approx(0.011)]
     assert vm["pose_accuracy_plain"] == [0.5]
+    assert vm["pose_specificity_plain"] == [0.5]
+    assert vm["gt_mse_warp_minus_pose_blind"] == [pytest.approx(0.010)]
 
 
 def test_a_method_equal_to_plain_cannot_pass():
