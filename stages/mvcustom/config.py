@@ -19,10 +19,13 @@ PAPER = "mvcustom"
 METRICS = (
     "gt_mse_change_dfr_lcc_over_plain",
     "gt_mse_warp_minus_dfr_lcc",
+    "gt_mse_warp_minus_pose_blind",
     "gt_mse_warp_minus_plain",
     "identity_dfr_lcc_minus_plain",
     "pose_accuracy_dfr_lcc",
     "pose_accuracy_plain",
+    "pose_specificity_dfr_lcc",
+    "pose_specificity_plain",
     "reproj_gain_dfr_lcc_over_plain",
     "reproj_gt_over_shuffled",
 )
@@ -71,6 +74,9 @@ class PretrainConfig(Section):
     conditioning: Literal["global", "rays"]     # pose as one sin/cos vector per view, or + per-pixel Plücker rays
     relative_pose: bool                        # poses relative to the first (reference) view's azimuth
     prediction: Literal["eps", "v"]            # the denoiser predicts the noise ε or the velocity v
+    ray_blocks: bool                           # the rays' embedding also added per pixel in every residual block
+    pose_swap_weight: float = Field(ge=0, le=10)    # weight of the pose-swap hinge (0 = none), pre-training only
+    pose_swap_margin: float = Field(ge=0, le=1)     # its relative margin: L(swapped poses) >= (1 + margin) L(true)
     diffusion_steps: int = Field(ge=10, le=4000)
     batch_size: int = Field(ge=1, le=1024)
     lr: float = Field(gt=0, le=1)
@@ -83,6 +89,8 @@ class PretrainConfig(Section):
     def _check(self) -> PretrainConfig:
         if (2 * self.channels) % self.heads:
             raise ValueError(f"heads ({self.heads}) must divide 2 x channels ({2 * self.channels})")
+        if self.ray_blocks and self.conditioning != "rays":
+            raise ValueError("ray_blocks needs conditioning: rays")
         return self
 
 

@@ -119,8 +119,11 @@ class ResBlock(nn.Module):
         self.n2, self.c2 = nn.GroupNorm(min(8, c_out), c_out), nn.Conv2d(c_out, c_out, 3, padding=1)
         self.skip = nn.Conv2d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
 
-    def forward(self, x: torch.Tensor, emb: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, emb: torch.Tensor, pixel: torch.Tensor | None = None) -> torch.Tensor:
+        """``pixel`` (b·v, c_out, h, w): a per-pixel code added beside the view's (the rays' embedding)."""
         h = self.c1(F.silu(self.n1(x))) + self.emb(emb)[:, :, None, None]
+        if pixel is not None:
+            h = h + pixel
         return self.skip(x) + self.c2(F.silu(self.n2(h)))
 
 
@@ -150,7 +153,7 @@ class MultiViewDenoiser(nn.Module):
     flag, and with ``rays`` on each pixel's camera ray (Plücker coordinates)."""
 
     def __init__(self, size: int, channels: int, heads: int, emb_dim: int = 64, rays: bool = False,
-                 prediction: str = "eps") -> None:
+                 prediction: str = "eps", ray_blocks: bool = False) -> None:
         super().__init__()
         if prediction not in ("eps", "v"):
             raise ValueError(f"unknown prediction {prediction!r} (eps or v)")
@@ -159,6 +162,11 @@ class MultiViewDenoiser(nn.Module):
         self.cond = nn.Sequential(nn.Linear(4 + 1 + emb_dim, emb_dim), nn.SiLU(), nn.Linear(emb_dim, emb_dim))
         self.inp = nn.Conv2d(4 + (6 if rays else 0), c, 3, padding=1)
         self.ray_tokens = nn.Conv2d(6, 2 * c, 1) if rays else None
+        if ray_blocks and not rays:
+            raise ValueError("ray_blocks needs a denoiser conditioned on rays")
+        # with ray_blocks, every residual block also gets the rays' embedding per pixel (full and half resolution)
+        self.ray_full = nn.Conv2d(6, c, 1) if ray_blocks else None
+        self.ray_half = nn.Conv2d(6, 2 * c, 1) if ray_blocks else None
         self.down1 = ResBlock(c, c, emb_dim)
         self.pool = nn.Conv2d(c, 2 * c, 3, stride=2, padding=1)
         self.mid1 = ResBlock(2 * c, 2 * c, emb_dim)
@@ -179,26 +187,49 @@ class MultiViewDenoiser(nn.Module):
         emb = emb.reshape(b * v, -1)
         flag = is_ref.float().reshape(b * v, 1, 1, 1).expand(-1, 1, *x.shape[-2:])
         parts = [x.reshape(b * v, *x.shape[2:]), flag]
-        extra = None
+        extra = full = half = None
         if self.ray_tokens is not None:
             if rays is None:
                 raise ValueError("this denoiser is conditioned on camera rays: pass rays (b, v, 6, s, s)")
             r = rays.reshape(b * v, *rays.shape[2:])
             parts.append(r)
-            extra = self.ray_tokens(F.avg_pool2d(r, 2))
-        h0 = self.down1(self.inp(torch.cat(parts, 1)), emb)
-        h = self.mid1(self.pool(h0), emb)
-        h = self.mid2(self.attn(h, v, extra), emb)
+            r_half = F.avg_pool2d(r, 2)
+            extra = self.ray_tokens(r_half)
+            if self.ray_full is not None:
+                full, half = self.ray_full(r), self.ray_half(r_half)
+        h0 = self.down1(self.inp(torch.cat(parts, 1)), emb, full)
+        h = self.mid1(self.pool(h0), emb, half)
+        h = self.mid2(self.attn(h, v, extra), emb, half)
         h = self.up(F.interpolate(h, scale_factor=2, mode="nearest"))
-        h = self.up1(torch.cat([h, h0], 1), emb)
+        h = self.up1(torch.cat([h, h0], 1), emb, full)
         return self.out(h).reshape(b, v, 3, *x.shape[-2:])
+
+
+def swap_targets(is_ref: torch.Tensor) -> torch.Tensor:
+    """(b, v) view indices that give every target view the next target's pose (cyclically, within its example;
+    the references keep theirs); references must come first and each example needs >= 2 targets."""
+    b, v = is_ref.shape
+    k = is_ref.sum(1, keepdim=True)                                  # references per example: views 0..k-1
+    n_t = v - k
+    if bool((n_t < 2).any()):
+        raise ValueError("a pose swap needs at least two target views per example")
+    j = torch.arange(v)[None].expand(b, v)
+    return torch.where(j < k, j, k + (j - k + 1) % n_t)
+
+
+def pose_swap_hinge(loss_true: torch.Tensor, loss_swapped: torch.Tensor, margin: float) -> torch.Tensor:
+    """Mean over examples of max(0, (1 + margin) L_true − L_swapped): the denoiser given the targets' true poses
+    must fit them by a relative margin better than given each other's poses (an auxiliary pose-following loss)."""
+    return F.relu((1 + margin) * loss_true - loss_swapped).mean()
 
 
 def denoising_loss(model: MultiViewDenoiser, x0: torch.Tensor, pose: torch.Tensor, is_ref: torch.Tensor,
                    alpha_bar: torch.Tensor, gen: torch.Generator | None = None,
-                   rays: torch.Tensor | None = None) -> torch.Tensor:
+                   rays: torch.Tensor | None = None, swap_weight: float = 0.0, swap_margin: float = 0.0) \
+        -> torch.Tensor:
     """E‖ε − ε̂(x_t, t)‖² over the target views (DDPM's simple loss), or E‖v − v̂‖² for a v-prediction denoiser;
-    reference views stay clean with t = 0."""
+    reference views stay clean with t = 0. With ``swap_weight`` > 0, plus that weight times the pose-swap hinge
+    (:func:`pose_swap_hinge`) on the same noised views given their targets' poses cycled (references first)."""
     b, v = x0.shape[:2]
     n_steps = len(alpha_bar)
     step = torch.randint(0, n_steps, (b, 1), generator=gen).expand(b, v)
@@ -209,4 +240,14 @@ def denoising_loss(model: MultiViewDenoiser, x0: torch.Tensor, pose: torch.Tenso
     t = torch.where(target, (step + 1).float() / n_steps, torch.zeros_like(step, dtype=torch.float32))
     out = model(x_t, t, pose, is_ref, rays)
     want = noise if model.prediction == "eps" else velocity(x0, noise, ab)
-    return ((out - want) ** 2)[target].mean()
+    loss = ((out - want) ** 2)[target].mean()
+    if swap_weight <= 0:
+        return loss
+    sq = ((out - want) ** 2).mean((2, 3, 4))                          # (b, v)
+    idx = swap_targets(is_ref)
+    pose_s = torch.take_along_dim(pose, idx[..., None], dim=1)
+    rays_s = None if rays is None else torch.take_along_dim(rays, idx[..., None, None, None], dim=1)
+    sq_s = ((model(x_t, t, pose_s, is_ref, rays_s) - want) ** 2).mean((2, 3, 4))
+    per_true = (sq * target).sum(1) / target.sum(1)
+    per_swap = (sq_s * target).sum(1) / target.sum(1)
+    return loss + swap_weight * pose_swap_hinge(per_true, per_swap, swap_margin)

@@ -3,7 +3,8 @@ generate its unseen target poses with every arm on the same noise and measure th
 
 Arms: ``plain``, ``dfr`` (depth-aware feature rendering), ``lcc`` (consistency-aware latent completion),
 ``dfr_lcc`` (both), ``warp_only`` (the anchor rendered to the pose, holes filled with the anchor's mean
-colour: the floor), and two references for the metrics: ``ground_truth`` (the true renders) and
+colour: the floor), ``pose_blind`` (the mean of the references at every target pose: a trivial output that
+ignores the pose), and two references for the metrics: ``ground_truth`` (the true renders) and
 ``shuffled_truth`` (the true renders assigned to the wrong target poses). The window of DFR/LCC (a
 fraction of the sampling steps) is chosen on the validation subjects by the error against their
 ground truth; the test subjects (one per seed) are generated with it only.
@@ -32,11 +33,17 @@ from stages.mvcustom.diffusion import MultiViewDenoiser, Rig
 from stages.mvcustom.expectations import results_suite
 from stages.mvcustom.inference import ARMS, Guidance, nearest_reference, sample
 from stages.mvcustom.io import camera, poses, read_renders
-from stages.mvcustom.metrics import gt_mse, identity_similarity, pose_accuracy, reprojection_consistency
+from stages.mvcustom.metrics import (
+    gt_mse,
+    identity_similarity,
+    pose_accuracy,
+    pose_specificity,
+    reprojection_consistency,
+)
 from stages.mvcustom.training import fit, load_denoiser
 
 FINETUNE_MAX_REFS = 2
-REFERENCE_ARMS = ("warp_only", "ground_truth", "shuffled_truth")
+REFERENCE_ARMS = ("warp_only", "pose_blind", "ground_truth", "shuffled_truth")
 ALL_ARMS = [*ARMS, *REFERENCE_ARMS]
 
 
@@ -45,7 +52,8 @@ class Paths:
     views: Path = inp("view table")
     renders: Path = inp("images and depths of every view")
     model: Path = inp("the pre-trained denoiser")
-    results: Path = out("per split, subject, window and arm: gt_mse, reproj_error, pose_accuracy, identity (Parquet)")
+    results: Path = out("per split, subject, window and arm: gt_mse, reproj_error, pose_accuracy, "
+                        "pose_specificity, identity (Parquet)")
     evaluation: Path = out("the chosen window, the validation grid, fine-tuning losses (JSON)")
     samples: Path = out("first sample of every arm for every test subject, with truths and references (safetensors)")
 
@@ -100,11 +108,12 @@ def anchor_guidance(sub: Subject, supersample: int) -> tuple[Guidance, np.ndarra
 
 
 def measure(generated: np.ndarray, sub: Subject) -> dict[str, float]:
-    """The four measures of generated views (n_samples, v, 3, s, s) in [0, 1], means over samples."""
+    """The measures of generated views (n_samples, v, 3, s, s) in [0, 1], means over samples."""
     return {"gt_mse": float(np.mean([gt_mse(g, sub.targets) for g in generated])),
             "reproj_error": float(np.mean([reprojection_consistency(g, sub.target_depth, sub.target_cams)
                                            for g in generated])),
             "pose_accuracy": float(np.mean([pose_accuracy(g, sub.grid, sub.target_in_grid) for g in generated])),
+            "pose_specificity": float(np.mean([pose_specificity(g, sub.targets) for g in generated])),
             "identity": float(np.mean([identity_similarity(g, sub.refs) for g in generated]))}
 
 
@@ -149,9 +158,11 @@ def evaluate_subject(model: MultiViewDenoiser, alpha_bar: torch.Tensor, sub: Sub
     guidance, floor = anchor_guidance(sub, e.supersample)
     truth = sub.targets[None]
     shuffled = np.roll(sub.targets, 1, axis=0)[None]
+    blind = np.broadcast_to(sub.refs.mean(0), sub.targets.shape)[None].copy()
     firsts: dict[str, np.ndarray] = {}
     rows = []
-    for arm, images in (("warp_only", floor[None]), ("ground_truth", truth), ("shuffled_truth", shuffled),
+    for arm, images in (("warp_only", floor[None]), ("pose_blind", blind), ("ground_truth", truth),
+                        ("shuffled_truth", shuffled),
                         ("plain", generate(model, alpha_bar, sub, guidance, "plain", 0, noise, fresh,
                                            e.sampling_steps, rig(cfg)))):
         rows.append({"window": 0.0, "arm": arm, **measure(images, sub)})
@@ -178,7 +189,7 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     views, tensors = read_renders(paths.views, paths.renders, cfg.data.image_size)
     pretrained, alpha_bar = load_denoiser(paths.model, cfg.data.image_size, cfg.pretrain.channels,
                                           cfg.pretrain.heads, cfg.pretrain.conditioning == "rays",
-                                          cfg.pretrain.prediction)
+                                          cfg.pretrain.prediction, cfg.pretrain.ray_blocks)
     if len(alpha_bar) != cfg.pretrain.diffusion_steps:
         raise ValueError(f"{paths.model}: schedule has {len(alpha_bar)} steps, mvcustom.pretrain.diffusion_steps "
                          f"is {cfg.pretrain.diffusion_steps}")

@@ -40,12 +40,13 @@ def train_log_suite(n_rows: int) -> list[Any]:
 
 
 def results_suite(n_rows: int, arms: list[str]) -> list[Any]:
-    """``results``: per (split, subject, window, arm) the four metrics, finite and in range."""
+    """``results``: per (split, subject, window, arm) the five measures, finite and in range."""
     import great_expectations.expectations as gxe
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["split", "subject", "window", "arm", "gt_mse", "reproj_error",
-                                                     "pose_accuracy", "identity"], exact_match=True),
+                                                     "pose_accuracy", "pose_specificity", "identity"],
+                                         exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["val", "test"]),
         gxe.ExpectColumnValuesToBeInSet(column="arm", value_set=arms),
@@ -53,6 +54,8 @@ def results_suite(n_rows: int, arms: list[str]) -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="gt_mse", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="reproj_error", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="pose_accuracy", min_value=0, max_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="pose_specificity", min_value=0, max_value=100),
+        gxe.ExpectColumnValuesToNotBeNull(column="pose_specificity"),
         gxe.ExpectColumnValuesToBeBetween(column="identity", min_value=0, max_value=1),
         gxe.ExpectColumnValuesToNotBeNull(column="gt_mse"),
         gxe.ExpectColumnValuesToNotBeNull(column="reproj_error"),

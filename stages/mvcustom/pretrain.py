@@ -44,11 +44,12 @@ def run(cfg: PretrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                                                      cfg.image_size)
     pose = torch.as_tensor(poses(pre)).reshape(n_scenes, n_views, 2)
     seed = derive_seed(ctx.seed, PAPER, "pretrain")
-    model = new_denoiser(cfg.image_size, p.channels, p.heads, seed, p.conditioning == "rays", p.prediction)
+    model = new_denoiser(cfg.image_size, p.channels, p.heads, seed, p.conditioning == "rays", p.prediction,
+                         p.ray_blocks)
     alpha_bar = cosine_alpha_bar(p.diffusion_steps)
     rig = Rig(cfg.radius, cfg.focal, cfg.image_size, p.relative_pose)
     log = fit(model, images, pose, alpha_bar, p.batch_size, p.lr, MAX_REFS, p.trainer, seed, rig, p.ema_decay,
-              p.lr_floor)
+              p.lr_floor, p.pose_swap_weight, p.pose_swap_margin)
     table = pd.DataFrame(log)
     validate_table(table, f"{PAPER}.train_log", train_log_suite(len(table)))
     write_parquet(table, paths.train_log)

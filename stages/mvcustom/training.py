@@ -43,12 +43,15 @@ class DenoiserModule(lightning.LightningModule):
     """The denoising loss on batches of (images in [-1, 1] (b, v, 3, s, s), poses (b, v, 2) in degrees).
 
     With ``lr_floor`` < 1 the learning rate decays along a cosine to ``lr_floor`` × lr over the run; with
-    ``ema_decay`` > 0 an exponential moving average of the weights is kept (and used by :func:`fit`).
+    ``ema_decay`` > 0 an exponential moving average of the weights is kept (and used by :func:`fit`); with
+    ``swap_weight`` > 0 the pose-swap hinge is added to the loss (:func:`stages.mvcustom.diffusion.denoising_loss`).
     """
 
     def __init__(self, model: MultiViewDenoiser, alpha_bar: torch.Tensor, lr: float, max_refs: int,
-                 seed: int, log_every: int, rig: Rig, ema_decay: float = 0.0, lr_floor: float = 1.0) -> None:
+                 seed: int, log_every: int, rig: Rig, ema_decay: float = 0.0, lr_floor: float = 1.0,
+                 swap_weight: float = 0.0, swap_margin: float = 0.0) -> None:
         super().__init__()
+        self.swap_weight, self.swap_margin = swap_weight, swap_margin
         self.model, self.lr, self.max_refs, self.log_every, self.rig = model, lr, max_refs, log_every, rig
         self.ema_decay, self.lr_floor = ema_decay, lr_floor
         self.ema = copy.deepcopy(model).requires_grad_(False) if ema_decay > 0 else None
@@ -63,7 +66,8 @@ class DenoiserModule(lightning.LightningModule):
         x0 = torch.take_along_dim(x0, order[..., None, None, None], dim=1)
         pose = torch.take_along_dim(pose, order[..., None], dim=1)
         code, rays = self.rig.condition(pose)
-        loss = denoising_loss(self.model, x0, code, is_ref, self.alpha_bar, self.gen, rays)
+        loss = denoising_loss(self.model, x0, code, is_ref, self.alpha_bar, self.gen, rays, self.swap_weight,
+                              self.swap_margin)
         step = self.global_step + 1
         if step % self.log_every == 0 or step == self.trainer.max_steps:
             self.log_rows.append({"step": step, "loss": float(loss.detach())})
@@ -82,14 +86,15 @@ class DenoiserModule(lightning.LightningModule):
 
 def fit(model: MultiViewDenoiser, images: torch.Tensor, poses: torch.Tensor, alpha_bar: torch.Tensor,
         batch_size: int, lr: float, max_refs: int, trainer: TrainerConfig, seed: int, rig: Rig,
-        ema_decay: float = 0.0, lr_floor: float = 1.0) -> list[dict[str, float]]:
+        ema_decay: float = 0.0, lr_floor: float = 1.0, swap_weight: float = 0.0, swap_margin: float = 0.0) \
+        -> list[dict[str, float]]:
     """Train ``model`` in place on scenes (n, v, 3, s, s) in [-1, 1] with poses (n, v, 2) in degrees (conditioned
     through ``rig``); the logged losses.
 
     With ``ema_decay`` > 0 the model ends with the moving average of its weights."""
     lightning.seed_everything(seed % 2**32, workers=True, verbose=False)
     module = DenoiserModule(model, alpha_bar, lr, max_refs, seed, max(1, trainer.max_steps // 50), rig, ema_decay,
-                             lr_floor)
+                            lr_floor, swap_weight, swap_margin)
     data = torch.utils.data.TensorDataset(images, poses)
     if len(data) < batch_size:   # a single subject: its views repeated, each copy with its own roles and noise
         reps = -(-batch_size // len(data))
@@ -106,10 +111,11 @@ def fit(model: MultiViewDenoiser, images: torch.Tensor, poses: torch.Tensor, alp
     return module.log_rows
 
 
-def new_denoiser(size: int, channels: int, heads: int, seed: int, rays: bool, prediction: str) -> MultiViewDenoiser:
+def new_denoiser(size: int, channels: int, heads: int, seed: int, rays: bool, prediction: str,
+                 ray_blocks: bool = False) -> MultiViewDenoiser:
     """A freshly initialised denoiser (initialisation seeded)."""
     torch.manual_seed(seed)
-    return MultiViewDenoiser(size, channels, heads, rays=rays, prediction=prediction)
+    return MultiViewDenoiser(size, channels, heads, rays=rays, prediction=prediction, ray_blocks=ray_blocks)
 
 
 def save_denoiser(model: MultiViewDenoiser, alpha_bar: torch.Tensor, path: Path) -> None:
@@ -117,8 +123,8 @@ def save_denoiser(model: MultiViewDenoiser, alpha_bar: torch.Tensor, path: Path)
     save_safetensors({**{f"model.{k}": v for k, v in model.state_dict().items()}, "alpha_bar": alpha_bar}, path)
 
 
-def load_denoiser(path: Path, size: int, channels: int, heads: int, rays: bool, prediction: str) \
-        -> tuple[MultiViewDenoiser, torch.Tensor]:
+def load_denoiser(path: Path, size: int, channels: int, heads: int, rays: bool, prediction: str,
+                  ray_blocks: bool = False) -> tuple[MultiViewDenoiser, torch.Tensor]:
     """(denoiser in eval mode, ᾱ schedule) from a file written by :func:`save_denoiser`; refuses a mismatch."""
     tensors = load_safetensors(path)
     if "alpha_bar" not in tensors:
@@ -126,7 +132,7 @@ def load_denoiser(path: Path, size: int, channels: int, heads: int, rays: bool, 
     alpha_bar = tensors.pop("alpha_bar")
     if alpha_bar.ndim != 1 or not bool(((alpha_bar > 0) & (alpha_bar < 1)).all()):
         raise InputError(f"{path}: 'alpha_bar' must be a vector in (0, 1)")
-    model = MultiViewDenoiser(size, channels, heads, rays=rays, prediction=prediction)
+    model = MultiViewDenoiser(size, channels, heads, rays=rays, prediction=prediction, ray_blocks=ray_blocks)
     try:
         model.load_state_dict({k.removeprefix("model."): v for k, v in tensors.items()}, strict=True)
     except RuntimeError as err:

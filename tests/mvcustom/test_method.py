@@ -16,8 +16,10 @@ from stages.mvcustom.diffusion import (
     cosine_alpha_bar,
     denoising_loss,
     pose_features,
+    pose_swap_hinge,
     predicted_x0,
     q_sample,
+    swap_targets,
     velocity,
 )
 from stages.mvcustom.inference import (
@@ -28,7 +30,7 @@ from stages.mvcustom.inference import (
     nearest_reference,
     sample,
 )
-from stages.mvcustom.metrics import colour_histogram, gt_mse, identity_similarity, pose_accuracy
+from stages.mvcustom.metrics import colour_histogram, gt_mse, identity_similarity, pose_accuracy, pose_specificity
 from stages.mvcustom.scene import Camera, pixel_rays
 from stages.mvcustom.training import cosine_lr_factor, ema_update, random_roles
 
@@ -220,3 +222,47 @@ def test_measures_by_hand():
     half[:, :, 1] = 0.0                                              # two black pixels
     assert identity_similarity(half[None], red[None]) == pytest.approx(0.5)
     assert identity_similarity(red[None], red[None]) == pytest.approx(1.0)
+
+
+def test_pose_specificity_by_hand():
+    truths = np.stack([np.zeros((3, 2, 2)), np.full((3, 2, 2), 0.5), np.ones((3, 2, 2))])
+    assert pose_specificity(truths, truths) == 0.0                                     # the true renders
+    blind = np.broadcast_to(np.full((3, 2, 2), 0.3), truths.shape)
+    assert pose_specificity(blind, truths) == pytest.approx(1.0)                       # any pose-blind output
+    # views (0.1, 0.5, 0.9): own errors 0.01, 0, 0.01 -> 0.02 / 3; against the truths rolled by 1 (1, 0, 0.5):
+    # 0.81, 0.25, 0.16, and by 2 (0.5, 1, 0): 0.16, 0.25, 0.81 -> 1.22 / 3 each
+    views = np.stack([np.full((3, 2, 2), v) for v in (0.1, 0.5, 0.9)])
+    assert pose_specificity(views, truths) == pytest.approx(0.02 / 1.22)
+    assert pose_specificity(np.roll(truths, 1, axis=0), truths) > 1                    # shuffled truths
+
+
+def test_swap_targets_cycles_the_targets_only():
+    is_ref = torch.tensor([[True, False, False, False], [True, True, False, False]])
+    assert swap_targets(is_ref).tolist() == [[0, 2, 3, 1], [0, 1, 3, 2]]
+    with pytest.raises(ValueError, match="two target views"):
+        swap_targets(torch.tensor([[True, True, True, False]]))
+
+
+def test_pose_swap_hinge_by_hand():
+    true, swapped = torch.tensor([1.0, 1.0]), torch.tensor([1.05, 2.0])
+    # (1.1 - 1.05, 1.1 - 2 -> 0) / 2
+    assert float(pose_swap_hinge(true, swapped, 0.1)) == pytest.approx(0.025, rel=1e-5)
+
+
+def test_pose_swap_loss_adds_the_hinge_and_needs_no_extra_randomness():
+    torch.manual_seed(0)
+    model = MultiViewDenoiser(8, 8, 2, rays=True, prediction="v", ray_blocks=True)
+    torch.nn.init.normal_(model.out[-1].weight, std=0.1)          # a denoiser whose output depends on its poses
+    rig = Rig(3.5, 8.0, 8)
+    pose = torch.tensor([[[0.0, 20.0], [90.0, 30.0], [180.0, 40.0], [270.0, 25.0]]])
+    code, rays = rig.condition(pose)
+    x0 = torch.rand(1, 4, 3, 8, 8) * 2 - 1
+    is_ref = torch.tensor([[True, False, False, False]])
+    ab = cosine_alpha_bar(10)
+    plain = denoising_loss(model, x0, code, is_ref, ab, torch.Generator().manual_seed(1), rays)
+    with_swap = denoising_loss(model, x0, code, is_ref, ab, torch.Generator().manual_seed(1), rays, 1.0, 0.5)
+    assert float(with_swap) >= float(plain)
+    assert float(denoising_loss(model, x0, code, is_ref, ab, torch.Generator().manual_seed(1), rays, 0.0, 0.5)) \
+        == float(plain)
+    with pytest.raises(ValueError, match="ray_blocks"):
+        MultiViewDenoiser(8, 8, 2, rays=False, ray_blocks=True)
