@@ -1,6 +1,7 @@
 """Step ``agree``: judge agreement with the ground-truth quality labels (rank correlation per seed).
 
-First each LM-judge backend (SmolLM2-135M-Instruct, Gemma-3-270M-it) scores a validation
+First each LM-judge backend (SmolLM2-135M-Instruct in its chat template, the Gemma-3-270M base model
+without one) scores a validation
 set of its own papers, and the backend with the higher gold-vs-off-topic AUC there is the
 judge under test. Then, for each seed, fresh benchmark-pool papers and their candidate
 briefs (gold + five defects, drawn wordings) are scored by the rubric judge (ground-truth
@@ -35,11 +36,13 @@ from stages.sci2pol.expectations import scores_suite
 from stages.sci2pol.io import SCORERS
 from stages.sci2pol.judges import LMJudge, RubricJudge
 
+CHAT_BACKENDS = ("smollm2",)  # instruction-tuned; the Gemma-3-270M asset is the base model
+
 
 @dataclass(frozen=True)
 class Paths:
     model: Path = inp("SmolLM2-135M-Instruct asset folder (an LM judge backend)")
-    gemma: Path = inp("Gemma-3-270M-it asset folder (an LM judge backend)")
+    gemma: Path = inp("Gemma-3-270M asset folder (an LM judge backend; a base model)")
     encoder: Path = inp("all-MiniLM-L6-v2 asset folder (BERTScore token embeddings)")
     scores: Path = out("every scorer's score of every candidate brief (Parquet)")
     correlations: Path = out("per seed: each scorer's Spearman rho and gold-vs-off-topic AUC; backend choice (JSON)")
@@ -55,7 +58,7 @@ def run(cfg: JudgeConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     vpapers, vbriefs = agreement_set(cfg.n_val_papers, ctx.seed, stream="val")
     for b in tqdm(cfg.backends, desc="validation (backend choice)", unit="backend"):
         model, tok = load_causal_lm(folders[b])
-        judges[b] = LMJudge(model, tok, cfg.max_tokens)
+        judges[b] = LMJudge(model, tok, cfg.max_tokens, use_chat=b in CHAT_BACKENDS)
         s = score_all(vpapers, vbriefs, {"lm": judges[b]}, {})["lm"]
         val[b] = (gate_auc(s, [x.kind for x in vbriefs]), correlations({"lm": s}, [x.quality for x in vbriefs])["lm"])
     chosen = choose_backend(val)

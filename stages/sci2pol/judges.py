@@ -220,11 +220,13 @@ def expected_score(score_logits: np.ndarray) -> float:
     return float(p @ np.arange(len(z)))
 
 
-def score_token_ids(tokenizer: Any, tokens_: Sequence[str] = SCORE_TOKENS) -> list[int]:
-    """The single token id of each score token as it starts an answer (no leading space)."""
+def score_token_ids(tokenizer: Any, tokens_: Sequence[str] = SCORE_TOKENS, leading_space: bool = False) -> list[int]:
+    """The single token id of each score token: bare as it starts a chat answer, or with a leading space
+    (after ``Score:`` in a plain prompt) when the tokenizer joins the space to the digit."""
     ids = []
     for t in tokens_:
-        enc = tokenizer(t, add_special_tokens=False)["input_ids"]
+        enc = tokenizer(" " + t, add_special_tokens=False)["input_ids"] if leading_space else []
+        enc = enc if len(enc) == 1 else tokenizer(t, add_special_tokens=False)["input_ids"]
         if len(enc) != 1:
             raise ValueError(f"score token {t!r} is not a single token")
         ids.append(enc[0])
@@ -236,16 +238,21 @@ class LMJudge:
 
     def __init__(self, model: Any, tokenizer: Any, max_tokens: int = 768, use_chat: bool = True) -> None:
         self.model, self.tokenizer, self.max_tokens, self.use_chat = model, tokenizer, max_tokens, use_chat
-        self.ids = score_token_ids(tokenizer)
+        self.chat = use_chat and bool(getattr(tokenizer, "chat_template", None))
+        self.ids = score_token_ids(tokenizer, leading_space=not self.chat)
+        # a plain prompt ends "Score:"; a tokenizer that writes " 3" as a space token then "3" gets the space in
+        # the prompt, so the digit is the next token
+        spaced = [tokenizer(" " + t, add_special_tokens=False)["input_ids"] for t in SCORE_TOKENS]
+        self.trailing_space = not self.chat and all(len(x) == 2 and x[0] == spaced[0][0] for x in spaced)
 
     def encode(self, prompt: str) -> list[int]:
         """Token ids of the prompt (in the chat template when the tokenizer has one), left-cut to ``max_tokens``."""
-        if self.use_chat and getattr(self.tokenizer, "chat_template", None):
+        if self.chat:
             text = self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                                       add_generation_prompt=True)
             ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
         else:
-            ids = self.tokenizer(prompt)["input_ids"]
+            ids = self.tokenizer(prompt + (" " if self.trailing_space else ""))["input_ids"]
         return ids[-self.max_tokens:]
 
     def score(self, papers: Sequence[Paper], briefs: Sequence[str]) -> np.ndarray:

@@ -33,7 +33,7 @@ CARD = PaperCard(
                   "(LLaMA-3.1-8B 56.63 → 64.27, Gemma-27B 71.40 → 73.43), and fine-tuned Gemma-27B surpasses "
                   "GPT-4o and DeepSeek-V3."),
 )
-BACKEND_LABELS = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M-it"}
+BACKEND_LABELS = {"smollm2": "SmolLM2-135M-Instruct", "gemma3": "Gemma-3-270M (base model)"}
 VARIANT_LABELS = {"none": "(c) no fine-tuning", "unfiltered": "(b) LoRA on unfiltered pairs",
                   "curated": "(a) LoRA on curated pairs"}
 TASK_METRIC = {"choice": "macro F1 of the most likely option",
@@ -58,15 +58,20 @@ def scorer_labels(backend: str) -> dict[str, str]:
             "rouge": "ROUGE-L vs a reference gold brief", "bertscore": "BERTScore (MiniLM) vs a reference gold brief"}
 
 
+def num(x: float | None) -> float:
+    """A JSON number, NaN for null (a constant scorer has no rank correlation)."""
+    return float("nan") if x is None else float(x)
+
+
 def verdict_metrics(correlations: dict[str, Any], overall: pd.DataFrame) -> dict[str, list[float]]:
     """Per seed: the LM judge's gate AUC and its rho minus ROUGE-L's and BERTScore's; bench overall of the
     curated adapters minus the unfiltered ones (same seed) and minus the base model (scored once)."""
     per = correlations["per_seed"]
     wide = overall[overall.variant != "none"].pivot(index="seed", columns="variant", values="overall").sort_index()
     base = float(overall[overall.variant == "none"].overall.iloc[0])
-    return {"auc_lm_gold_vs_off_topic": [r["auc_lm"] for r in per],
-            "rho_lm_minus_rouge": [r["lm"] - r["rouge"] for r in per],
-            "rho_lm_minus_bertscore": [r["lm"] - r["bertscore"] for r in per],
+    return {"auc_lm_gold_vs_off_topic": [num(r["auc_lm"]) for r in per],
+            "rho_lm_minus_rouge": [num(r["lm"]) - num(r["rouge"]) for r in per],
+            "rho_lm_minus_bertscore": [num(r["lm"]) - num(r["bertscore"]) for r in per],
             "overall_curated_minus_unfiltered": (wide["curated"] - wide["unfiltered"]).tolist(),
             "overall_curated_minus_none": (wide["curated"] - base).tolist()}
 
@@ -215,8 +220,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     labels = scorer_labels(corr["backend"])
     stages = stage_scores(bench)
     per_seed = verdict_metrics(corr, stages[["variant", "seed", "overall"]])
-    rho = {s: [r[s] for r in corr["per_seed"]] for s in SCORERS}
-    aucs = {s: [r[f"auc_{s}"] for r in corr["per_seed"]] for s in SCORERS}
+    rho = {s: [num(r[s]) for r in corr["per_seed"]] for s in SCORERS}
+    aucs = {s: [num(r[f"auc_{s}"]) for r in corr["per_seed"]] for s in SCORERS}
     overall = {v: stages[stages.variant == v].sort_values("seed").overall.tolist() for v in VARIANTS}
     measured = {f"Spearman rho, {labels[s]}": mean_std(rho[s], 3) for s in SCORERS}
     measured |= {f"gold vs off-topic AUC, {labels[s]}": mean_std(aucs[s], 3) for s in SCORERS}
