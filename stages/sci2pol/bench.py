@@ -34,7 +34,7 @@ from stages.sci2pol.finetune import (
 from stages.sci2pol.funnel import Pair
 from stages.sci2pol.io import VARIANTS, read_pairs
 from stages.sci2pol.judges import bootstrap_se, lm_option_logliks
-from stages.sci2pol.tasks import TASKS, Item, make_items, score_choice, score_open
+from stages.sci2pol.tasks import Item, make_items, score_choice, score_open
 
 BENCH_SEED_OFFSET = 1000  # benchmark papers and items come from their own stream, apart from the agreement sets
 
@@ -54,7 +54,7 @@ def evaluate(model: Any, tok: Any, papers: list[Paper], items: list[Item], cfg: 
     """Every task's score (0-100) with its bootstrap SE, and every item's answer."""
     by_id = {p.pid: p for p in papers}
     scores, answers = [], []
-    for t in tqdm(TASKS, desc=desc, unit="task", leave=False):
+    for t in tqdm(cfg.bench.task_specs(), desc=desc, unit="task", leave=False):
         its = [i for i in items if i.task == t.name]
         if t.kind == "choice":
             score, se, picked = score_choice(its, lambda c, o: lm_option_logliks(model, tok, c, o),
@@ -100,7 +100,7 @@ def run(cfg: BenchInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
 
     pairs_df = read_pairs(paths.pairs)
     papers = make_papers("bench", cfg.data.n_bench_papers, ctx.seed + BENCH_SEED_OFFSET)
-    items = make_items(papers, cfg.bench.items_per_task, ctx.seed + BENCH_SEED_OFFSET)
+    items = make_items(papers, cfg.bench.items_per_task, ctx.seed + BENCH_SEED_OFFSET, cfg.bench.task_specs())
     scores, answers, losses, runs = [], [], [], []
     model, tok = load_causal_lm(paths.model)
     s, a = evaluate(model, tok, papers, items, cfg, "base model")

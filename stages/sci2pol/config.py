@@ -74,7 +74,23 @@ class BenchConfig(Section):
     """The 18-task benchmark: items per task and bootstrap standard errors."""
 
     items_per_task: int = Field(ge=1)
+    tasks: list[str] | None = None  # the tasks run (all 18 when unset), in the benchmark's order
     gen_batch: int = Field(ge=1)  # open answers generated per left-padded batch
+
+    @model_validator(mode="after")
+    def _tasks(self) -> BenchConfig:
+        from stages.sci2pol.tasks import TASK_BY_NAME
+
+        if self.tasks is not None and (not self.tasks or any(t not in TASK_BY_NAME for t in self.tasks)
+                                       or len(set(self.tasks)) != len(self.tasks)):
+            raise ValueError(f"tasks must be distinct names of {list(TASK_BY_NAME)}, got {self.tasks}")
+        return self
+
+    def task_specs(self) -> list:
+        """The tasks run, in the benchmark's order."""
+        from stages.sci2pol.tasks import TASKS
+
+        return [t for t in TASKS if self.tasks is None or t.name in self.tasks]
     n_bootstrap: int = Field(ge=10)
     bootstrap_seed: int
 

@@ -348,13 +348,29 @@ def macro_f1(gold: Sequence[int], pred: Sequence[int]) -> float:
     return float(np.mean(f1s)) if f1s else float("nan")
 
 
-def lm_option_logliks(model: Any, tokenizer: Any, context: str, options: Sequence[str],
-                      batch_size: int = 8) -> list[float]:
-    """log p(option | context) of each option, summed over the option's tokens."""
-    from stages.core.lm_scoring import score_sequences
+def lm_option_logliks(model: Any, tokenizer: Any, context: str, options: Sequence[str]) -> list[float]:
+    """log p(option | context) of each option, summed over the option's tokens: the context runs once and
+    its key/value cache is shared by the options (one right-padded batch)."""
+    import torch
 
     if hasattr(model, "get_base_model"):  # a peft wrapper: its LoRA layers live in the base model
         model = model.get_base_model()
     ctx = tokenizer(context)["input_ids"]
-    seqs = [ctx + tokenizer(" " + o, add_special_tokens=False)["input_ids"] for o in options]
-    return [s.total_logprob for s in score_sequences(model, seqs, start=len(ctx), batch_size=batch_size)]
+    opts = [tokenizer(" " + o, add_special_tokens=False)["input_ids"] for o in options]
+    n, width = len(opts), max(len(o) for o in opts)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    with torch.inference_mode():
+        first = model(input_ids=torch.tensor([ctx]), use_cache=True)
+        cache = first.past_key_values
+        cache.batch_repeat_interleave(n)
+        ids = torch.tensor([o + [pad] * (width - len(o)) for o in opts])
+        mask = torch.tensor([[1] * len(ctx) + [1] * len(o) + [0] * (width - len(o)) for o in opts])
+        rest = model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=False).logits.float()
+        head = torch.log_softmax(first.logits[0, -1].float(), dim=-1)
+        logp = torch.log_softmax(rest, dim=-1)
+    out = []
+    for k, o in enumerate(opts):
+        total = float(head[o[0]])
+        total += sum(float(logp[k, t - 1, o[t]]) for t in range(1, len(o)))
+        out.append(total)
+    return out

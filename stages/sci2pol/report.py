@@ -155,7 +155,7 @@ def plot_losses(losses: pd.DataFrame, path: Path) -> None:
 def task_rows(bench: pd.DataFrame) -> list[dict[str, Any]]:
     """The 18 tasks: stage, metric, the base model's score and each fine-tuned set's score ± std over seeds."""
     rows = []
-    for t in TASKS:
+    for t in [t for t in TASKS if t.name in set(bench.task)]:
         row: dict[str, Any] = {"stage": t.stage, "task": t.name, "metric": TASK_METRIC[t.kind]}
         for v in VARIANTS:
             sub = bench[(bench.task == t.name) & (bench.variant == v)].sort_values("seed")
@@ -167,7 +167,7 @@ def task_rows(bench: pd.DataFrame) -> list[dict[str, Any]]:
 
 def example_rows(answers: pd.DataFrame, n_items: int = 2) -> list[dict[str, Any]]:
     """The first items of each open task: the base model's and the first seed's fine-tuned answers."""
-    open_tasks = [t.name for t in TASKS if t.kind == "open"]
+    open_tasks = [t.name for t in TASKS if t.kind == "open" and t.name in set(answers.task)]
     seed = int(answers[answers.variant != "none"].seed.min()) if (answers.variant != "none").any() else 0
     rows = []
     for task in open_tasks:
@@ -247,7 +247,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                "bench_stages": stages.to_dict(orient="records"), "verdict": claim.verdict}
     write_report(
         paths, claim, metrics, timings, cfg=cfg, funnel=funnel, n_pairs=funnel["funnel"][-1]["count"],
-        n_bench_topics=len(BENCH_TOPICS), n_tasks=len(TASKS), backend=BACKEND_LABELS[corr["backend"]],
+        n_bench_topics=len(BENCH_TOPICS), n_tasks=len(set(bench.task)),
+        tasks_not_run=[t.name for t in TASKS if t.name not in set(bench.task)], backend=BACKEND_LABELS[corr["backend"]],
         briefs_per_paper=corr["n_briefs_per_seed"] // corr["n_papers"], gate_open=gate_open,
         funnel_rows=[{"step": r["step"], "count": r["count"]} for r in funnel["funnel"]],
         purity_rows=[{"set": k, "share of pairs that are a gold brief of the linked paper": v}

@@ -145,14 +145,15 @@ def open_prompt(p: Paper, spec: TaskSpec, g: np.random.Generator) -> str:
             f"\n{spec.section}:")
 
 
-def make_items(papers: Sequence[Paper], items_per_task: int, seed: int) -> list[Item]:
+def make_items(papers: Sequence[Paper], items_per_task: int, seed: int,
+               tasks: Sequence[TaskSpec] = TASKS) -> list[Item]:
     """``items_per_task`` items of every task on distinct papers where there are enough (each task draws
     its own papers, so the tasks together cover every benchmark paper); verification items are half
     defective, half gold."""
     g = rng(seed, "bench-items")
     papers = list(papers)
     items = []
-    for t in TASKS:
+    for t in tasks:
         order = np.concatenate([g.permutation(len(papers)) for _ in range(-(-items_per_task // len(papers)))])
         bad = g.permutation(np.arange(items_per_task) % 2 == 1)
         for k in range(items_per_task):
