@@ -53,6 +53,23 @@ class Paths(ReportPaths):
     index: Path = inp("Wikipedia retrieval index asset (its manifest gives the pool's size)")
 
 
+def time_alone_rows(folder: Path, steps: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Per step: wall time, CPU seconds, CPU seconds over the step's threads and the machine's load.
+
+    On a shared machine the wall time overstates a step's time alone; CPU / threads is what it would take if both
+    threads were busy throughout. Empty when a step's timing predates CPU accounting."""
+    rows = []
+    for step in steps:
+        t = read_json(Path(folder) / f"{step}.json")
+        if "cpu_time_s" not in t:
+            return []
+        rows.append({"step": step, "wall (s)": round(float(t["wall_time_s"]), 1),
+                     "CPU (s)": round(float(t["cpu_time_s"]), 1), "threads": int(t["threads"]),
+                     "CPU / threads (s)": round(float(t["cpu_time_s"]) / int(t["threads"]), 1),
+                     "load (1 min)": round(float(t["load_average_1min"]), 2)})
+    return rows
+
+
 def power_gated(rule: VerdictRule, outcomes: list[CheckOutcome]) -> tuple[str, list[CheckOutcome]]:
     """Turn a 'fails' whose 95% t-interval still reaches the threshold into 'unclear'; recompute the verdict."""
     from scipy import stats
@@ -253,6 +270,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     log = log[log.lr == ev["lr"]]  # the chosen learning rate's runs (the others are in the lr table)
     pool = read_json(Path(paths.index) / "manifest.json")["details"]
     timings = read_timings(paths.timings, TIMED_STEPS)
+    cpu_rows = time_alone_rows(paths.timings, TIMED_STEPS)
     ent_cfg, ver_cfg = cfg.entropy, cfg.verify
     eps = ver_cfg.epsilon
 
@@ -326,7 +344,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         position_rows=by_position(main, positions, eps).to_dict("records"),
         ablation_rows=ablation.to_dict("records"),
         examples=examples(main, positions, cands, docs, eps, cfg.report.n_examples),
-        power_rows=seeds_to_decide(claim, thresholds))
+        power_rows=seeds_to_decide(claim, thresholds), cpu_rows=cpu_rows,
+        cpu_per_thread_s=sum(r["CPU / threads (s)"] for r in cpu_rows) if cpu_rows else None)
     return {"verdict": claim.verdict}
 
 

@@ -129,6 +129,7 @@ def test_report_writes_claim_and_plots(smoke_repo):
     assert f"LoRA adapters (rank {train.lora.rank}," in text and "Rule history" in text
     assert f"once per variant and seed, {train.n_seeds} seeds, " in text
     assert f"({pool['articles']:,} articles, {pool['chunks']:,} chunks)" in text
+    assert "| CPU / threads (s) |" in text  # every smoke timing records CPU seconds, so the table is there
 
 
 def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_path):
@@ -170,3 +171,17 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"entropylong.entropy.typo_key": 1})
     with pytest.raises(ConfigError, match=r"entropylong\.entropy\.typo_key: unknown key"):
         config.load_entropy(params)
+
+
+def test_time_alone_rows_divide_cpu_by_threads_and_refuse_partial_records(tmp_path):
+    from stages.entropylong.report import time_alone_rows
+
+    write_json({"wall_time_s": 100.0, "cpu_time_s": 150.0, "threads": 2, "load_average_1min": 3.5},
+               tmp_path / "a.json")
+    write_json({"wall_time_s": 10.0, "cpu_time_s": 9.0, "threads": 1, "load_average_1min": 1.0}, tmp_path / "b.json")
+    rows = time_alone_rows(tmp_path, ("a", "b"))
+    assert [r["CPU / threads (s)"] for r in rows] == [75.0, 9.0]
+    assert [r["wall (s)"] for r in rows] == [100.0, 10.0]
+    assert rows[0]["load (1 min)"] == 3.5
+    write_json({"wall_time_s": 5.0}, tmp_path / "c.json")  # a timing written before CPU accounting
+    assert time_alone_rows(tmp_path, ("a", "c")) == []
