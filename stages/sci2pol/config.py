@@ -7,18 +7,20 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from stages.core.config import Section, load_section
+from stages.core.config import ConfigError, Section, load_section
 from stages.core.verdict import VerdictRule
 
 PAPER = "sci2pol"
 # the per-seed metrics the report measures (its metrics.json `per_seed`): the only names a verdict
 # check may use; every stage refuses a verdict block naming another before it starts work
 METRICS = (
+    "auc_lm_gold_vs_off_topic",
+    "overall_curated_minus_none",
     "overall_curated_minus_unfiltered",
-    "overall_unfiltered_minus_none",
     "rho_lm_minus_bertscore",
     "rho_lm_minus_rouge",
 )
+BACKENDS = ("smollm2", "gemma3")  # the LM judge's candidate models (asset folders in pipeline.PATHS)
 
 
 class DataConfig(Section):
@@ -27,6 +29,7 @@ class DataConfig(Section):
     n_corpus_papers: int = Field(ge=4)
     n_documents: int = Field(ge=4)
     n_bench_papers: int = Field(ge=2)
+    n_val_briefs: int = Field(ge=1)  # held-out gold briefs for LoRA validation (corpus papers no pair is about)
     p_bad: float = Field(ge=0, le=1)
     p_long: float = Field(ge=0, le=1)
     p_many: float = Field(ge=0, le=1)
@@ -55,14 +58,39 @@ class JudgeConfig(Section):
     """Judge agreement: briefs scored by each judge and metric, rank-correlated with the labels."""
 
     n_papers: int = Field(ge=2)
-    max_tokens: int = Field(ge=64, le=2048)
+    n_val_papers: int = Field(ge=2)  # validation papers on which the backend is chosen (never the test sets)
+    backends: list[Literal["smollm2", "gemma3"]] = Field(min_length=1)
+    max_tokens: int = Field(ge=64, le=4096)
     n_seeds: int = Field(ge=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> JudgeConfig:
+        if len(set(self.backends)) != len(self.backends):
+            raise ValueError(f"backends must be distinct, got {self.backends}")
+        return self
 
 
 class BenchConfig(Section):
     """The 18-task benchmark: items per task and bootstrap standard errors."""
 
     items_per_task: int = Field(ge=1)
+    tasks: list[str] | None = None  # the tasks run (all 18 when unset), in the benchmark's order
+    gen_batch: int = Field(ge=1)  # open answers generated per left-padded batch
+
+    @model_validator(mode="after")
+    def _tasks(self) -> BenchConfig:
+        from stages.sci2pol.tasks import TASK_BY_NAME
+
+        if self.tasks is not None and (not self.tasks or any(t not in TASK_BY_NAME for t in self.tasks)
+                                       or len(set(self.tasks)) != len(self.tasks)):
+            raise ValueError(f"tasks must be distinct names of {list(TASK_BY_NAME)}, got {self.tasks}")
+        return self
+
+    def task_specs(self) -> list:
+        """The tasks run, in the benchmark's order."""
+        from stages.sci2pol.tasks import TASKS
+
+        return [t for t in TASKS if self.tasks is None or t.name in self.tasks]
     n_bootstrap: int = Field(ge=10)
     bootstrap_seed: int
 
@@ -71,13 +99,28 @@ class FinetuneConfig(Section):
     """LoRA fine-tuning of SmolLM2 on curated vs unfiltered pairs (vs none)."""
 
     n_seeds: int = Field(ge=1)
-    steps: int = Field(ge=1)
+    max_steps: int = Field(ge=1)
+    eval_every: int = Field(ge=1)
+    patience: int = Field(ge=1)
     batch_size: int = Field(ge=1)
-    lr: float = Field(gt=0, le=1)
+    lr_grid: list[float] = Field(min_length=1)  # tried on the first seed of each set; later seeds reuse the choice
     lora_r: int = Field(ge=1)
     lora_alpha: float = Field(gt=0)
     max_tokens: int = Field(ge=32)
     max_new_tokens: int = Field(ge=1)  # open-task generation length
+
+    @model_validator(mode="after")
+    def _grid(self) -> FinetuneConfig:
+        if any(not 0 < lr <= 1 for lr in self.lr_grid) or sorted(set(self.lr_grid)) != self.lr_grid:
+            raise ValueError(f"lr_grid must be distinct rates in (0, 1], small to large, got {self.lr_grid}")
+        return self
+
+
+class ReportConfig(Section):
+    """The competence gate of the LM judge and the checks it gates (the judge checks only)."""
+
+    gate: str = Field(min_length=1)
+    gated: list[str] = Field(min_length=1)
 
 
 class CorpusInputs(Section):
@@ -109,6 +152,7 @@ class ReportInputs(Section):
     """The report step reads the verdict rule and the sizes it states (LoRA steps also at the paper profile)."""
 
     verdict: VerdictRule
+    report: ReportConfig
     data: DataConfig
     funnel: FunnelConfig
     judge: JudgeConfig
@@ -118,11 +162,17 @@ class ReportInputs(Section):
 
 
 def load_report(params: Path) -> ReportInputs:
-    """``sci2pol.verdict`` with the sizes the report states."""
-    return ReportInputs(verdict=load_verdict(params), data=load_data(params), funnel=load_funnel(params),
-                        judge=load_judge(params),
-                        bench=load_bench(params), finetune=load_finetune(params),
-                        paper_finetune_steps=load_finetune(params, profile="paper").steps)
+    """``sci2pol.verdict`` and ``sci2pol.report`` (its gate and gated checks must be checks of the rule, the
+    gate not gated) with the sizes the report states."""
+    verdict, report = load_verdict(params), load_section(ReportConfig, f"{PAPER}.report", params)
+    names = {c.name for c in verdict.checks}
+    unknown = [n for n in [report.gate, *report.gated] if n not in names]
+    if unknown or report.gate in report.gated:
+        raise ConfigError(f"{PAPER}.report: gate and gated checks must be distinct checks of {PAPER}.verdict "
+                          f"(unknown: {unknown})")
+    return ReportInputs(verdict=verdict, report=report, data=load_data(params), funnel=load_funnel(params),
+                        judge=load_judge(params), bench=load_bench(params), finetune=load_finetune(params),
+                        paper_finetune_steps=load_finetune(params, profile="paper").max_steps)
 
 
 def load_data(params: Path) -> DataConfig:

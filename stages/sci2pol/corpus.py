@@ -1,13 +1,15 @@
 """Step ``corpus``: generate corpus papers and policy documents, run the funnel, write training pairs.
 
-Writes the curated pairs (funnel output) and as many unfiltered pairs (drawn from the
-linked pairs, before any screening) with the funnel counts and the ground-truth purity
-of each set (share of pairs whose document really is about the paper and is a gold brief).
+Writes the curated pairs (funnel output), as many unfiltered pairs (drawn from the
+linked pairs, before any screening) and the held-out gold briefs that choose the LoRA
+learning rate and steps (``val``: corpus-topic papers of their own stream, which no
+training pair is about), with the funnel counts and the ground-truth purity of each set
+(share of pairs whose document really is about the paper and is a gold brief).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +17,17 @@ import pandas as pd
 
 from stages.core.gx import validate_table
 from stages.core.io import write_json, write_parquet
+from stages.core.seeding import rng
 from stages.core.stage import StageContext, Step, out
 from stages.sci2pol.config import PAPER, CorpusInputs, load_corpus
-from stages.sci2pol.data import gold_brief, make_documents, make_papers
+from stages.sci2pol.data import gold_brief, make_documents, make_papers, render, sections
 from stages.sci2pol.expectations import pairs_suite
 from stages.sci2pol.finetune import unfiltered_sample
 from stages.sci2pol.funnel import Pair, bow_cosine, link, run_funnel
 from stages.sci2pol.judges import RubricJudge
 
 EXEMPLAR_SEED_KEY = 7919  # the three style exemplars come from their own stream
+VAL_SEED_KEY = 104729  # so do the held-out papers of the LoRA validation briefs
 
 
 @dataclass(frozen=True)
@@ -50,8 +54,13 @@ def build(cfg: CorpusInputs, seed: int) -> tuple[pd.DataFrame, dict[str, Any]]:
     unfiltered = unfiltered_sample(linked, len(curated), seed)
     by_id = {p.pid: p for p in papers}
     true_links = {(doc.did, pid) for doc in docs for pid in doc.true_links}
-    rows = [{"set": name, **asdict(p), "paper_text": by_id[p.pid].text}
-            for name, ps in (("curated", curated), ("unfiltered", unfiltered)) for p in ps]
+    val_papers = [replace(p, pid=f"val-{i:04d}") for i, p in
+                  enumerate(make_papers("corpus", d.n_val_briefs, seed + VAL_SEED_KEY))]
+    g = rng(seed, "val-briefs")
+    val = [Pair(f"val-{i:05d}", p.pid, render(sections(p, g)), False, "gold", p.pid) for i, p in enumerate(val_papers)]
+    by_id |= {p.pid: p for p in val_papers}
+    rows = [{"set": name, **asdict(p), "paper_text": by_id[p.pid].body}
+            for name, ps in (("curated", curated), ("unfiltered", unfiltered), ("val", val)) for p in ps]
     # the funnel as an ordered list (write_json sorts mapping keys)
     summary = {"funnel": [{"step": k, "count": v} for k, v in counts.items()],
                "purity": {"curated": purity(curated), "unfiltered": purity(unfiltered), "linked": purity(linked)},

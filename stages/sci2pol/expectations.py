@@ -5,20 +5,21 @@ from __future__ import annotations
 from typing import Any
 
 PAIR_COLUMNS = ["set", "did", "pid", "text", "is_long", "kind", "source_pid", "paper_text"]
-KINDS = ["gold", "missing_section", "hallucinated_number", "wrong_direction", "off_topic", "verbatim_copy"]
+KINDS = ["gold", "missing_section", "unsupported_number", "reversed_finding", "off_topic", "verbatim_copy"]
 
 
 def pairs_suite(n_rows: int) -> list[Any]:
-    """``pairs``: curated (funnel output) and unfiltered (linked only, same count) training pairs."""
+    """``pairs``: curated (funnel output) and unfiltered (linked only, same count) training pairs, and the
+    held-out gold briefs (``val``)."""
     import great_expectations.expectations as gxe
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=PAIR_COLUMNS, exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
-        gxe.ExpectColumnValuesToBeInSet(column="set", value_set=["curated", "unfiltered"]),
+        gxe.ExpectColumnValuesToBeInSet(column="set", value_set=["curated", "unfiltered", "val"]),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["set", "did", "pid"]),
         gxe.ExpectColumnValuesToBeInSet(column="kind", value_set=KINDS),
-        gxe.ExpectColumnValuesToMatchRegex(column="pid", regex=r"^corpus-[0-9]{4}$"),
+        gxe.ExpectColumnValuesToMatchRegex(column="pid", regex=r"^(corpus|val)-[0-9]{4}$"),
         gxe.ExpectColumnValuesToNotBeNull(column="text"),
         gxe.ExpectColumnValueLengthsToBeBetween(column="text", min_value=1),
     ]
@@ -83,14 +84,35 @@ def answers_suite(n_rows: int) -> list[Any]:
 
 
 def losses_suite(n_rows: int) -> list[Any]:
-    """``lora_losses``: the training loss of every LoRA step (fine-tuned variants only)."""
+    """``lora_losses``: training loss per step and held-out loss per evaluation of every LoRA run."""
     import great_expectations.expectations as gxe
 
     return [
-        gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "step", "loss"], exact_match=True),
+        gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "lr", "split", "step", "loss"],
+                                         exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=["unfiltered", "curated"]),
-        gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "seed", "step"]),
+        gxe.ExpectColumnValuesToBeInSet(column="split", value_set=["train", "val"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "seed", "lr", "split", "step"]),
+        gxe.ExpectColumnValuesToBeBetween(column="step", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="lr", min_value=0, max_value=1, strict_min=True),
         gxe.ExpectColumnValuesToBeBetween(column="loss", min_value=0, max_value=100),
         gxe.ExpectColumnValuesToNotBeNull(column="loss"),
+    ]
+
+
+def runs_suite(n_rows: int) -> list[Any]:
+    """``lora_runs``: one row per LoRA run, with the step kept by early stopping; one run used per set and seed."""
+    import great_expectations.expectations as gxe
+
+    return [
+        gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "lr", "best_step", "best_val", "steps_run",
+                                                     "used"], exact_match=True),
+        gxe.ExpectTableRowCountToEqual(value=n_rows),
+        gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=["unfiltered", "curated"]),
+        gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "seed", "lr"]),
+        gxe.ExpectColumnValuesToBeBetween(column="best_step", min_value=0),
+        gxe.ExpectColumnValuesToBeBetween(column="steps_run", min_value=1),
+        gxe.ExpectColumnValuesToBeBetween(column="best_val", min_value=0, max_value=100),
+        gxe.ExpectColumnValuesToBeInSet(column="used", value_set=[True, False]),
     ]

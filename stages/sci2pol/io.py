@@ -9,7 +9,14 @@ import pandas as pd
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet
 from stages.sci2pol.config import PAPER
-from stages.sci2pol.expectations import answers_suite, losses_suite, pairs_suite, scores_suite, task_scores_suite
+from stages.sci2pol.expectations import (
+    answers_suite,
+    losses_suite,
+    pairs_suite,
+    runs_suite,
+    scores_suite,
+    task_scores_suite,
+)
 
 SCORERS = ["rubric", "lm", "rouge", "bertscore"]  # columns of judge_scores (agree)
 VARIANTS = ("none", "unfiltered", "curated")  # bench: no fine-tuning, LoRA on unfiltered, LoRA on curated pairs
@@ -47,4 +54,11 @@ def read_losses(path: Path) -> pd.DataFrame:
     """Read and validate the LoRA losses table."""
     df = read_parquet(path)
     validate_table(df, f"{PAPER}.lora_losses", losses_suite(len(df)))
+    return df
+
+
+def read_runs(path: Path) -> pd.DataFrame:
+    """Read and validate the LoRA runs table."""
+    df = read_parquet(path)
+    validate_table(df, f"{PAPER}.lora_runs", runs_suite(len(df)))
     return df

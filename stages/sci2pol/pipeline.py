@@ -4,6 +4,7 @@ STEPS = ("corpus", "agree", "bench", "report")
 PATHS = {
     # shared assets (stages/assets)
     "model": "models/assets/smollm2-135m",
+    "gemma": "models/assets/gemma3-270m",
     "encoder": "models/assets/minilm-l6-v2",
     # corpus
     "pairs": "data/sci2pol/pairs.parquet",
@@ -16,6 +17,7 @@ PATHS = {
     "bench_scores": "data/sci2pol/bench_scores.parquet",
     "answers": "data/sci2pol/bench_answers.parquet",
     "losses": "data/sci2pol/lora_losses.parquet",
+    "runs": "data/sci2pol/lora_runs.parquet",
 }
 STEP_PATHS = {
     "bench": {"scores": "data/sci2pol/bench_scores.parquet"},

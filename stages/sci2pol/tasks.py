@@ -1,22 +1,25 @@
 """The 18 benchmark tasks in five stages (Sci2Pol-Bench, Table 1), built from benchmark papers.
 
-Choice tasks are scored by macro F1 of the option with the highest log-likelihood. Open
-tasks are answered in one line: a summarization answer is scored alone with the summary
-rubric (clarity, accuracy, coverage; 1-5), a generated brief section is put back into the
-gold brief and scored with the brief rubric (0-5). Every score is on 0-100; a stage is
-the mean of its tasks, overall the mean of all tasks.
+Choice tasks are scored by macro F1 of the option with the highest log-likelihood; every
+option of an item is named in the prompt equally often (the paper names each distractor
+once, as a comparison arm, a comparison group, a design not used or a secondary outcome),
+so spotting an option in the prompt cannot pick the answer. Open tasks are answered in one
+line and scored on that line alone (``judges.open_answer_score``: content × form factor).
+Every score is on 0-100; a stage is the mean of its tasks, overall the mean of all tasks.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from stages.sci2pol.data import METHODS, POOLS, Paper, _sections, degrade, render
-from stages.sci2pol.judges import Judge, SummaryRubricJudge, bootstrap_se_of, macro_f1
+from stages.core.seeding import rng
+from stages.sci2pol.data import ACTIVE, BENCH_TOPICS, FLIP, Paper, degrade, other_area, render, sections
+from stages.sci2pol.judges import bootstrap_se_of, macro_f1, open_answer_score
 
 STAGES = ("autocompletion", "understanding", "summarization", "generation", "verification")
 
@@ -46,13 +49,17 @@ TASKS = (
     TaskSpec("write_context", "generation", "open", "Context"),
     TaskSpec("write_findings", "generation", "open", "Findings"),
     TaskSpec("write_recommendation", "generation", "open", "Recommendation"),
-    TaskSpec("detect_hallucinated_number", "verification", "choice"),
-    TaskSpec("detect_wrong_direction", "verification", "choice"),
+    TaskSpec("detect_unsupported_number", "verification", "choice"),
+    TaskSpec("detect_reversed_finding", "verification", "choice"),
     TaskSpec("detect_off_topic", "verification", "choice"),
-    TaskSpec("detect_copy", "verification", "choice"),
+    TaskSpec("detect_missing_section", "verification", "choice"),
 )
 TASK_BY_NAME = {t.name: t for t in TASKS}
 YES_NO = ("yes", "no")
+DETECTS = {"detect_unsupported_number": "unsupported_number", "detect_reversed_finding": "reversed_finding",
+           "detect_off_topic": "off_topic", "detect_missing_section": "missing_section"}
+SUMMARY_ASK = {"Findings": "the paper's findings", "Context": "who is affected and what was studied",
+               "Recommendation": "what the paper implies for policy, and for whom"}
 
 
 @dataclass(frozen=True)
@@ -66,94 +73,98 @@ class Item:
     answer: int = -1
 
 
+def option_counts(prompt: str, options: Sequence[str]) -> list[int]:
+    """How often each option is written in the prompt (whole words, case-insensitive)."""
+    return [len(re.findall(rf"(?<![\w-]){re.escape(o.lower())}(?![\w-])", prompt.lower())) for o in options]
+
+
 def _shuffled(correct: str, wrong: Sequence[str], g: np.random.Generator) -> tuple[tuple[str, ...], int]:
     opts = [correct, *dict.fromkeys(w for w in wrong if w != correct)]
     order = g.permutation(len(opts))
     return tuple(opts[i] for i in order), int(np.where(order == 0)[0][0])
 
 
-def make_item(task: str, p: Paper, other: Paper, g: np.random.Generator) -> Item:
-    """One item of ``task`` for paper ``p`` (``other`` supplies distractors and off-topic text)."""
-    f = p.findings[0]
-    topics = POOLS[p.pool]
-    head = f"Paper: {p.text}\n"
-    flip = {"reduced": "increased", "increased": "reduced"}
+def make_item(task: str, p: Paper, others: Sequence[Paper], g: np.random.Generator, bad: bool = False) -> Item:
+    """One item of ``task`` for paper ``p``; ``others`` supplies an off-topic brief, ``bad`` whether a
+    verification item shows a defective brief (answer "no") or a gold one ("yes")."""
+    head = f"Paper: {p.body}\n"
+    t = p.topic
+    f = p.findings[int(g.integers(len(p.findings)))]
     if task == "complete_number":
-        opts, ans = _shuffled(str(f.value), [str(f.value + d) for d in (11, -3, 23)], g)
-        return Item(task, p.pid, f"{head}Brief: {p.intervention.capitalize()} {f.direction} {f.outcome} by", opts, ans)
+        nums = [str(v) for v in sorted(p.numbers)]
+        opts, ans = _shuffled(str(f.value), nums, g)
+        return Item(task, p.pid, f"{head}Brief: {t.intervention.capitalize()} {ACTIVE[f.direction][0]} {f.outcome} by",
+                    opts, ans)
     if task == "complete_direction":
-        opts, ans = _shuffled(f.direction, [flip[f.direction]], g)
-        return Item(task, p.pid, f"{head}Brief: {p.intervention.capitalize()}", opts, ans)
+        right, wrong = (f"{ACTIVE[d][0]} {f.outcome}" for d in (f.direction, FLIP[f.direction]))
+        opts, ans = _shuffled(right, [wrong], g)
+        return Item(task, p.pid, f"{head}Brief: {t.intervention.capitalize()}", opts, ans)
     if task == "complete_population":
-        opts, ans = _shuffled(p.population, [t[3] for t in topics if t[3] != p.population][:3], g)
-        return Item(task, p.pid, f"{head}Brief: Policymakers should weigh {p.intervention} for", opts, ans)
+        opts, ans = _shuffled(t.population, [t.comparison], g)
+        return Item(task, p.pid, f"{head}Brief: Policymakers should weigh {t.intervention} for", opts, ans)
     if task == "complete_intervention":
-        opts, ans = _shuffled(p.intervention, [t[1] for t in topics if t[1] != p.intervention][:3], g)
+        opts, ans = _shuffled(t.intervention, [t.alternative], g)
         return Item(task, p.pid, f"{head}Brief: Policymakers should weigh", opts, ans)
     if task == "identify_method":
-        opts, ans = _shuffled(p.method, METHODS[p.pool], g)
-        return Item(task, p.pid, f"{head}Question: Which method did the study use? Answer:", opts, ans)
+        opts, ans = _shuffled(p.method, p.other_methods, g)
+        return Item(task, p.pid, f"{head}Question: Which design did the study use? Answer:", opts, ans)
     if task == "identify_outcome":
-        opts, ans = _shuffled(f.outcome, [t[2] for t in topics if t[2] != f.outcome][:3], g)
-        return Item(task, p.pid, f"{head}Question: Which outcome did the study measure? Answer:", opts, ans)
+        verb = "fell" if f.direction == "down" else "rose"
+        other = next(x for x in p.findings if x is not f)
+        opts, ans = _shuffled(f.outcome, [other.outcome], g)
+        return Item(task, p.pid, f"{head}Question: Which outcome {verb} in the treated arm? Answer:", opts, ans)
     if task == "identify_policy_area":
-        opts, ans = _shuffled(p.subject, [t[0] for t in topics if t[0] != p.subject][:3], g)
-        return Item(task, p.pid, f"{head}Question: Which policy area is this? Answer:", opts, ans)
+        areas = [x.subject for x in BENCH_TOPICS if x.subject != p.subject]
+        wrong = [areas[int(i)] for i in g.choice(len(areas), size=3, replace=False)]
+        opts, ans = _shuffled(p.subject, wrong, g)
+        return Item(task, p.pid, f"{head}Question: Which policy area does the paper inform? Answer:", opts, ans)
     if task == "effect_direction_qa":
-        asked = f.direction if g.random() < 0.5 else flip[f.direction]
-        return Item(task, p.pid, f"{head}Question: Did {p.intervention} {asked[:-1]} {f.outcome}? Answer:",
+        asked = f.direction if g.random() < 0.5 else FLIP[f.direction]
+        verb = "reduce" if asked == "down" else "increase"
+        return Item(task, p.pid, f"{head}Question: Did {t.intervention} {verb} {f.outcome}? Answer:",
                     YES_NO, 0 if asked == f.direction else 1)
     spec = TASK_BY_NAME.get(task)
     if spec is not None and spec.kind == "open":
-        return Item(task, p.pid, open_prompt(p, spec))
-    kinds = {"detect_hallucinated_number": "hallucinated_number", "detect_wrong_direction": "wrong_direction",
-             "detect_off_topic": "off_topic", "detect_copy": "verbatim_copy"}
-    if task in kinds:
-        bad = g.random() < 0.5
-        brief = degrade(p, kinds[task], other, g).text if bad else render(_sections(p))
-        return Item(task, p.pid, f"{head}Brief: {brief}\nQuestion: Is the brief faithful and written for "
-                                 f"policymakers? Answer:", YES_NO, 1 if bad else 0)
+        return Item(task, p.pid, open_prompt(p, spec, g))
+    if task in DETECTS:
+        brief = degrade(p, DETECTS[task], others[0], g).text if bad else render(sections(p, g))
+        return Item(task, p.pid, f"{head}Brief:\n{brief}\nQuestion: Is the brief faithful to the paper, complete "
+                                 f"and on topic? Answer:", YES_NO, 1 if bad else 0)
     raise ValueError(f"unknown task {task!r}")
 
 
-SUMMARY_ASK = {"Findings": "the paper's findings", "Context": "who is affected and what was studied",
-               "Recommendation": "what the paper implies for policy, and for whom"}
-
-
-def open_prompt(p: Paper, spec: TaskSpec) -> str:
+def open_prompt(p: Paper, spec: TaskSpec, g: np.random.Generator) -> str:
     """Summarization: the paper alone, asked for one sentence on one aspect; generation: the paper and a
-    brief draft holding the other sections, asked for the missing one. Both end at the section heading."""
-    head = f"Paper: {p.text}\n"
+    brief draft holding the other sections (drawn wordings), asked for the missing one. Both end at the
+    section heading."""
+    head = f"Paper: {p.body}\n"
     if spec.stage == "summarization":
-        return f"{head}Summarize {SUMMARY_ASK[spec.section]} in one sentence.\n{spec.section}:"
-    draft = {k: v for k, v in _sections(p).items() if k != spec.section}
-    return f"{head}Brief draft:\n{render(draft)}\nWrite the missing {spec.section} section.\n{spec.section}:"
+        return f"{head}Summarize {SUMMARY_ASK[spec.section]} in one sentence of your own words.\n{spec.section}:"
+    draft = {k: v for k, v in sections(p, g).items() if k != spec.section}
+    return (f"{head}Brief draft:\n{render(draft)}\nWrite the missing {spec.section} section in one sentence."
+            f"\n{spec.section}:")
 
 
-def make_items(papers: Sequence[Paper], items_per_task: int, seed: int) -> list[Item]:
-    """``items_per_task`` items of every task, cycling through the papers."""
-    from stages.core.seeding import rng
-
+def make_items(papers: Sequence[Paper], items_per_task: int, seed: int,
+               tasks: Sequence[TaskSpec] = TASKS) -> list[Item]:
+    """``items_per_task`` items of every task on distinct papers where there are enough (each task draws
+    its own papers, so the tasks together cover every benchmark paper); verification items are half
+    defective, half gold."""
     g = rng(seed, "bench-items")
+    papers = list(papers)
     items = []
-    for t in TASKS:
-        for i in range(items_per_task):
-            p = papers[i % len(papers)]
-            other = next((q for q in papers[i + 1:] + papers[:i] if q.subject != p.subject), papers[0])
-            items.append(make_item(t.name, p, other, g))
+    for t in tasks:
+        order = np.concatenate([g.permutation(len(papers)) for _ in range(-(-items_per_task // len(papers)))])
+        bad = g.permutation(np.arange(items_per_task) % 2 == 1)
+        for k in range(items_per_task):
+            i = int(order[k])
+            items.append(make_item(t.name, papers[i], [other_area(papers, i, g)], g, bool(bad[k])))
     return items
 
 
 def first_line(text: str) -> str:
     """The first non-empty line of a generated answer, with single spaces."""
     return next((" ".join(line.split()) for line in text.split("\n") if line.strip()), "")
-
-
-def fill_section(p: Paper, section: str, text: str) -> str:
-    """The gold brief with ``section`` replaced by a model's text (what the judge scores)."""
-    s = _sections(p)
-    s[section] = first_line(text)
-    return render(s)
 
 
 def score_choice(items: Sequence[Item], logliks: Callable[[str, Sequence[str]], Sequence[float]],
@@ -167,20 +178,13 @@ def score_choice(items: Sequence[Item], logliks: Callable[[str, Sequence[str]], 
     return 100 * macro_f1(gold, pred), se, pred
 
 
-def score_open(items: Sequence[Item], papers: dict[str, Paper], generate: Callable[[str], str],
-               brief_judge: Judge) -> tuple[np.ndarray, list[str]]:
-    """Score (0-100) and answer of each open item. Summarization: the answer's first line scored alone by
-    the summary rubric (1-5 → 0-100); generation: the section put back into the gold brief and scored by
-    ``brief_judge`` (0-5 → 0-100)."""
-    answers = [first_line(generate(it.prompt)) for it in items]
-    ps = [papers[it.pid] for it in items]
-    scores = np.zeros(len(items))
-    for k, (it, p, a) in enumerate(zip(items, ps, answers, strict=True)):
-        spec = TASK_BY_NAME[it.task]
-        if spec.stage == "summarization":
-            scores[k] = 25 * (float(SummaryRubricJudge(spec.section).score([p], [a])[0]) - 1)
-        else:
-            scores[k] = 20 * float(brief_judge.score([p], [fill_section(p, spec.section, a)])[0])
+def score_open(items: Sequence[Item], papers: dict[str, Paper],
+               generate: Callable[[list[str]], list[str]]) -> tuple[np.ndarray, list[str]]:
+    """Score (0-100) and answer (first line) of each open item; ``generate`` answers a list of prompts.
+    The answer alone is scored: section content × form factor (``open_answer_score``)."""
+    answers = [first_line(a) for a in generate([it.prompt for it in items])]
+    scores = np.array([open_answer_score(papers[it.pid], TASK_BY_NAME[it.task].section, a, it.prompt)
+                       for it, a in zip(items, answers, strict=True)], dtype=float)
     return scores, answers
 
 

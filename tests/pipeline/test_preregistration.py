@@ -24,9 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Papers whose rules were committed together with their first results, before this check
 # existed. Each is exempt only while its verdict block is the one it had at GRANDFATHERED_AT;
-# the next change of its rule (a new verdict run) must follow the rule above.
+# the next change of its rule (a new verdict run) must follow the rule above. None is left:
+# denots, entropylong, espo, purrception, sci2pol and text2grad were rerun under registered rules.
 GRANDFATHERED_AT = "e0af302"
-GRANDFATHERED = {"sci2pol"}  # denots, entropylong, espo, purrception, text2grad: rerun under registered rules
+GRANDFATHERED: set[str] = set()
 
 
 def _git(*args: str, root: Path = ROOT) -> str:
@@ -73,12 +74,12 @@ def last_rule_change(paper: str, root: Path = ROOT) -> str | None:
     return None
 
 
-def default_result_commits(paper: str) -> list[str]:
+def default_result_commits(paper: str, root: Path = ROOT) -> list[str]:
     """Commits (newest first) whose reports/<paper>/claim.json holds default-profile results."""
     found = []
-    for commit in _git("log", "--format=%H", "--", f"reports/{paper}/claim.json").split():
+    for commit in _git("log", "--format=%H", "--", f"reports/{paper}/claim.json", root=root).split():
         try:
-            claim = json.loads(_git("show", f"{commit}:reports/{paper}/claim.json"))
+            claim = json.loads(_git("show", f"{commit}:reports/{paper}/claim.json", root=root))
         except (RuntimeError, json.JSONDecodeError):
             continue
         if claim.get("profile") == "default":
@@ -86,8 +87,8 @@ def default_result_commits(paper: str) -> list[str]:
     return found
 
 
-def _is_ancestor(a: str, b: str) -> bool:
-    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=ROOT).returncode == 0
+def _is_ancestor(a: str, b: str, root: Path = ROOT) -> bool:
+    return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=root).returncode == 0
 
 
 def _grandfathered(paper: str) -> bool:
@@ -101,6 +102,30 @@ def history() -> None:
         pytest.fail("pre-registration needs the full git history: clone without --depth (CI: fetch-depth: 0)")
 
 
+def check_registration(paper: str, root: Path = ROOT) -> None:
+    """The paper's rule was last changed by a commit touching no reports/<paper>/, before its current default
+    results; a rule changed after earlier results is explained in the report's 'Rule history'."""
+    rule_commit = last_rule_change(paper, root)
+    assert rule_commit is not None, f"{paper}: no commit adds its verdict block"
+    touched = _git("show", "--name-only", "--format=", rule_commit, root=root).split()
+    in_reports = [f for f in touched if f.startswith(f"reports/{paper}/")]
+    assert not in_reports, (f"{paper}: the rule's last change ({rule_commit[:8]}) also commits results "
+                            f"{in_reports}: commit the verdict block alone, before the run")
+    results = default_result_commits(paper, root)
+    if not results:
+        return  # no default results yet
+    latest = results[0]
+    assert latest != rule_commit and _is_ancestor(rule_commit, latest, root), (
+        f"{paper}: the current default results ({latest[:8]}) do not come after the rule's last change "
+        f"({rule_commit[:8]}); rerun the default profile after registering the rule")
+    earlier = [c for c in results if _is_ancestor(c, rule_commit, root)]
+    if earlier:
+        report = (root / "reports" / paper / "report.md").read_text()
+        assert "Rule history" in report, (
+            f"{paper}: its rule changed after results were committed ({earlier[0][:8]}); the report must say "
+            "so in a 'Rule history' section with the old rule's outcome")
+
+
 @pytest.mark.parametrize("paper", load_global(ROOT / "params.yaml").papers)
 def test_verdict_rule_was_committed_on_its_own_before_the_results(paper, history):
     head_rule = _verdict_at("HEAD", paper)
@@ -110,35 +135,68 @@ def test_verdict_rule_was_committed_on_its_own_before_the_results(paper, history
                     "(touching no reports/) before the default run")
     if _grandfathered(paper):
         return
-    rule_commit = last_rule_change(paper)
-    assert rule_commit is not None, f"{paper}: no commit adds its verdict block"
-    touched = _git("show", "--name-only", "--format=", rule_commit).split()
-    in_reports = [f for f in touched if f.startswith(f"reports/{paper}/")]
-    assert not in_reports, (f"{paper}: the rule's last change ({rule_commit[:8]}) also commits results "
-                            f"{in_reports}: commit the verdict block alone, before the run")
-    results = default_result_commits(paper)
-    if not results:
-        return  # no default results yet
-    latest = results[0]
-    assert latest != rule_commit and _is_ancestor(rule_commit, latest), (
-        f"{paper}: the current default results ({latest[:8]}) do not come after the rule's last change "
-        f"({rule_commit[:8]}); rerun the default profile after registering the rule")
-    earlier = [c for c in results if _is_ancestor(c, rule_commit)]
-    if earlier:
-        report = (ROOT / "reports" / paper / "report.md").read_text()
-        assert "Rule history" in report, (
-            f"{paper}: its rule changed after results were committed ({earlier[0][:8]}); the report must say "
-            "so in a 'Rule history' section with the old rule's outcome")
+    check_registration(paper)
 
 
 @pytest.mark.parametrize("paper", sorted(GRANDFATHERED))
-def test_an_ungrandfathered_paper_with_rule_and_results_in_one_commit_fails(paper, history, monkeypatch):
-    """The check can fail: each grandfathered paper, judged without its exemption, does. An exemption that
-    lapsed (the paper's rule changed since, so it is judged like any other) is stale: remove it."""
+def test_an_ungrandfathered_paper_with_rule_and_results_in_one_commit_fails(paper, history):
+    """Each grandfathered paper, judged without its exemption, fails. An exemption that lapsed (the paper's
+    rule changed since, so it is judged like any other) is stale: remove it."""
     assert _grandfathered(paper), f"{paper}: its rule changed since {GRANDFATHERED_AT}; remove it from GRANDFATHERED"
-    monkeypatch.setattr(f"{__name__}.GRANDFATHERED", set())
     with pytest.raises(AssertionError, match="also commits results"):
-        test_verdict_rule_was_committed_on_its_own_before_the_results(paper, None)
+        check_registration(paper)
+
+
+def _commit(repo: Path, message: str, files: dict[str, Any], remove: tuple[str, ...] = ()) -> str:
+    """Write ``files`` (YAML for .yaml, JSON for .json, text otherwise), commit everything, return the hash."""
+    for rel in remove:
+        (repo / rel).unlink()
+    for rel, value in files.items():
+        path = repo / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = (yaml.safe_dump(value, sort_keys=False) if rel.endswith(".yaml")
+                else json.dumps(value) if rel.endswith(".json") else str(value))
+        path.write_text(text)
+    _git("add", "-A", root=repo)
+    _git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", message, root=repo)
+    return _git("rev-parse", "HEAD", root=repo).strip()
+
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git("init", "-q", root=repo)
+    return repo
+
+
+RULE = {"checks": [{"name": "c", "metric": "m", "op": ">=", "threshold": 0.1}], "min_seeds": 3}
+GLOBAL = {"seed": 0, "profile": "default", "threads": 1, "papers": ["p"]}
+RESULT = {"reports/p/claim.json": {"profile": "default", "verdict": "reproduced"}}
+
+
+def test_a_rule_committed_with_its_results_fails(tmp_path):
+    """The check can fail: the rule and the default results in one commit are refused."""
+    repo = _repo(tmp_path)
+    _commit(repo, "rule and results", {"params.yaml": GLOBAL, "params/p.yaml": {"verdict": RULE}, **RESULT})
+    with pytest.raises(AssertionError, match="also commits results"):
+        check_registration("p", repo)
+
+
+def test_a_rule_changed_after_its_results_needs_a_rerun_and_a_rule_history(tmp_path):
+    """Rule, then results: passes. A new rule with no rerun fails; after the rerun the report must carry a
+    'Rule history', and passes once it does."""
+    repo = _repo(tmp_path)
+    _commit(repo, "rule", {"params.yaml": GLOBAL, "params/p.yaml": {"verdict": RULE}})
+    _commit(repo, "results", {**RESULT, "reports/p/report.md": "# p"})
+    check_registration("p", repo)
+    _commit(repo, "new rule", {"params/p.yaml": {"verdict": {**RULE, "min_seeds": 5}}})
+    with pytest.raises(AssertionError, match="do not come after"):
+        check_registration("p", repo)
+    _commit(repo, "rerun", {"reports/p/claim.json": {"profile": "default", "verdict": "partly"}})
+    with pytest.raises(AssertionError, match="Rule history"):
+        check_registration("p", repo)
+    _commit(repo, "report", {"reports/p/report.md": "# p\n## Rule history\n- rule 1: reproduced"})
+    check_registration("p", repo)
 
 
 def test_moving_a_verdict_block_to_its_papers_file_is_not_a_rule_change(tmp_path):

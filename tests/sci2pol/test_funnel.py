@@ -53,9 +53,9 @@ def test_screen_judges_short_and_defers_long():
     by_id = {p.pid: p}
     long_text = "\n\n".join(["Annex: filler words here " * 10] * 3 + [gold_brief(p).text])
     pairs = [_pair(gold_brief(p).text, p.pid), _pair(p.text, p.pid), _pair(long_text, p.pid, True)]
-    kept = screen(pairs, by_id, RubricJudge().score, 4.5, max_words=80)
+    kept = screen(pairs, by_id, RubricJudge().score, 4.5, max_words=120)
     assert [q.text for q in kept] == [pairs[0].text, long_text]
-    recovered = split(kept, by_id, RubricJudge().score, 4.5, max_words=80)
+    recovered = split(kept, by_id, RubricJudge().score, 4.5, max_words=120)
     assert [q.text for q in recovered] == [gold_brief(p).text] * 2
 
 
@@ -84,7 +84,7 @@ def _run(seed):
     docs = make_documents(papers, 120, seed)
     ex = [gold_brief(p).text for p in make_papers("corpus", 3, 99)]
     return run_funnel(docs, papers, RubricJudge().score, bow_cosine, ex, min_ratio=0.9, max_cited=3,
-                      min_score=4.0, max_words=120, min_sim=0.5, max_sim=0.95)
+                      min_score=4.0, max_words=120, min_sim=0.4, max_sim=0.9)
 
 
 def test_funnel_is_monotone_deterministic_and_keeps_mostly_true_pairs():
@@ -97,4 +97,4 @@ def test_funnel_is_monotone_deterministic_and_keeps_mostly_true_pairs():
     assert counts2 == counts and [p.text for p in again] == [p.text for p in pairs]
     true_link = np.mean([p.pid == p.source_pid for p in pairs])
     assert true_link == 1.0
-    assert all(p.kind not in ("off_topic", "wrong_direction", "verbatim_copy") for p in pairs)
+    assert all(p.kind not in ("off_topic", "reversed_finding", "unsupported_number", "verbatim_copy") for p in pairs)

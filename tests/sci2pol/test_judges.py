@@ -1,4 +1,4 @@
-"""Judges, reference metrics and statistics against hand-computed values."""
+"""Judges, the open-answer scorer, reference metrics and statistics against hand-computed values."""
 
 import math
 from types import SimpleNamespace
@@ -7,39 +7,104 @@ import numpy as np
 import pytest
 import torch
 
-from stages.sci2pol.data import DEGRADATIONS, candidate_briefs, make_papers
+from stages.core.seeding import rng
+from stages.sci2pol.data import DEGRADATIONS, QUALITY, candidate_briefs, make_papers, sections
 from stages.sci2pol.judges import (
     LMJudge,
     RubricJudge,
+    auc,
     bootstrap_se,
     choose,
+    copied_span,
+    distinct_token_ratio,
     expected_score,
+    form_factor,
     greedy_bertscore,
     judge_prompt,
     macro_f1,
+    open_answer_score,
+    parses_as_sentence,
     rouge_l,
-    rubric_scores,
+    section_content,
     spearman,
 )
 
+PAPER = make_papers("bench", 1, 1000)[0]  # young adults, text-message reminders; uptake fell 30, waiting rose 4
+F1, F2 = PAPER.findings
+PROMPT = f"Paper: {PAPER.body}\nSummarize the paper's findings in one sentence of your own words.\nFindings:"
+GOOD = "Text-message reminders lowered vaccination uptake by 30 percent and raised clinic waiting times by 4 percent."
+REPEATED = "Text-message reminders text-message reminders text-message reminders vaccination uptake vaccination uptake."
+SALAD = "text-message reminders, vaccination uptake, 30 percent, clinic waiting times, 4 percent"
+COPIED = "In the treated arm vaccination uptake fell by 30 percent, while clinic waiting times rose by 4 percent."
 
-def test_rubric_judge_gives_gold_the_top_score_and_each_degradation_less():
-    papers = make_papers("bench", 6, 0)
+
+def test_the_fixture_paper_is_the_one_the_answers_describe():
+    assert (PAPER.intervention, F1.outcome, F1.value, F1.direction) == ("text-message reminders",
+                                                                        "vaccination uptake", 30, "down")
+    assert (F2.outcome, F2.value, F2.direction) == ("clinic waiting times", 4, "up")
+
+
+def test_form_factor_by_hand():
+    # GOOD: 16 tokens, 14 distinct ("by", "percent" twice) -> 14/16 = 0.875 >= 0.7 -> 1; one sentence parses
+    assert distinct_token_ratio(GOOD) == pytest.approx(14 / 16)
+    assert form_factor(GOOD, PROMPT) == 1.0
+    # REPEATED: 10 tokens, 4 distinct -> 0.4 / 0.7 = 0.571; its one sentence repeats a content bigram -> 0
+    assert distinct_token_ratio(REPEATED) == pytest.approx(4 / 10)
+    assert not parses_as_sentence(REPEATED) and form_factor(REPEATED, PROMPT) == 0.0
+    # SALAD: no function word and no final stop -> does not parse
+    assert not parses_as_sentence(SALAD) and form_factor(SALAD, PROMPT) == 0.0
+    # COPIED: "vaccination uptake fell by 30 percent while clinic" is 8 tokens of the prompt
+    assert copied_span(COPIED, PROMPT) and form_factor(COPIED, PROMPT) == 0.0
+    assert not copied_span(GOOD, PROMPT)
+    # two sentences, one parses -> 1/2
+    assert form_factor(GOOD + " uptake uptake", PROMPT) == pytest.approx(0.5)
+    assert not parses_as_sentence("Young adults are affected by young adults; a trial examined reminders.")
+    assert form_factor("", PROMPT) == 0.0
+
+
+def test_open_answers_good_repeated_salad_copied():
+    scores = {name: open_answer_score(PAPER, "Findings", a, PROMPT)
+              for name, a in [("good", GOOD), ("repeated", REPEATED), ("salad", SALAD), ("copied", COPIED)]}
+    assert scores == {"good": 100.0, "repeated": 0.0, "salad": 0.0, "copied": 0.0}
+
+
+def test_section_content_by_hand():
+    # one finding right, the other reversed: coverage 1/2, halved once -> 0.25
+    half = "Text-message reminders cut vaccination uptake by 30 percent and lowered clinic waiting times by 4 percent."
+    assert section_content(PAPER, "Findings", half) == pytest.approx(0.25)
+    # both right but an unsupported number (99): 1 * 0.5
+    extra = GOOD[:-1] + " and cut costs by 99 percent."
+    assert section_content(PAPER, "Findings", extra) == pytest.approx(0.5)
+    assert section_content(PAPER, "Context", "A trial tested text-message reminders for young adults.") == 1.0
+    assert section_content(PAPER, "Context", "A trial tested text-message reminders.") == 0.5
+    # intervention and action word, no population: 2/3
+    assert section_content(PAPER, "Recommendation", "Councils should expand text-message reminders.") == \
+        pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        section_content(PAPER, "Annex", "x")
+
+
+def test_rubric_ceiling_labels_every_defect_from_the_paper_alone():
+    papers = make_papers("bench", 30, 0)
     by_id = {p.pid: p for p in papers}
     briefs = candidate_briefs(papers, 0)
     scores = RubricJudge().score([by_id[b.pid] for b in briefs], [b.text for b in briefs])
-    kinds = [b.kind for b in briefs]
-    assert all(s == 5.0 for s, k in zip(scores, kinds, strict=True) if k == "gold")
-    for kind in DEGRADATIONS:
-        assert max(s for s, k in zip(scores, kinds, strict=True) if k == kind) < 5.0, kind
-    assert spearman(scores, [b.quality for b in briefs]) > 0.5
-    dims = rubric_scores(papers[0], briefs[0].text)
-    assert set(dims) == {"contextual_depth", "hallucination_risk", "readability_tone", "actionability"}
+    assert all(s == b.quality for s, b in zip(scores, briefs, strict=True))
+    assert {b.kind for b in briefs} == {"gold", *DEGRADATIONS}
+    assert QUALITY["off_topic"] == 0
+
+
+def test_auc_by_hand():
+    # pairs (pos, neg): (3,1) win, (3,2) win, (2,1) win, (2,2) tie -> (3 + 0.5) / 4
+    assert auc([3, 2], [1, 2]) == pytest.approx(0.875)
+    assert auc([1, 1], [1, 1]) == pytest.approx(0.5)
+    assert auc([0.0], [1.0]) == 0.0
+    assert math.isnan(auc([], [1.0]))
 
 
 def test_bootstrap_of_a_constant_is_zero_and_of_two_values_is_known():
     assert bootstrap_se([3.0] * 20, 1000, seed=0) == 0.0
-    # SE of the mean of {0,1} with n=2: sqrt(0.25 / 2) ≈ 0.354
+    # SE of the mean of {0,1} with n=100: sqrt(0.25 / 100) = 0.05
     assert bootstrap_se([0.0, 1.0] * 50, 1000, seed=1) == pytest.approx(0.05, abs=0.006)
     assert bootstrap_se([1.0, 2.0, 3.0], 200, seed=5) == bootstrap_se([1.0, 2.0, 3.0], 200, seed=5)
 
@@ -87,37 +152,26 @@ class ToyTokenizer:
 class ToyModel(torch.nn.Module):
     """Next-token logits favour score ``k`` = number of 'G' characters in the prompt (capped at 5)."""
 
-    def forward(self, input_ids):
+    def forward(self, input_ids, logits_to_keep=0):
         g = int((input_ids == 60).sum())
         logits = torch.full((1, input_ids.shape[1], 64), -10.0)
         logits[0, -1, min(g, 5)] = 10.0
         return SimpleNamespace(logits=logits)
 
 
-def test_lm_judge_reads_the_score_token_logits():
+def test_lm_judge_reads_the_score_token_logits_after_a_prompt_with_paper_and_brief():
     judge = LMJudge(ToyModel(), ToyTokenizer(), max_tokens=100000)
     paper = make_papers("bench", 1, 0)[0]
+    prompt = judge_prompt(paper, "Findings: x")
+    assert paper.body in prompt and "Findings: x" in prompt and "0 to 5" in prompt
     base = judge_prompt(paper, "").count("G")
     scores = judge.score([paper, paper], ["", "GG"])
     assert scores[0] == pytest.approx(min(base, 5), abs=1e-3)
     assert scores[1] == pytest.approx(min(base + 2, 5), abs=1e-3)
 
 
-def test_summary_rubric_by_hand():
-    from stages.sci2pol.judges import SummaryRubricJudge, summary_overall, summary_scores
-
-    p = make_papers("bench", 1, 0)[0]
-    f1, f2 = p.findings
-    wrong = f2.value + 7
-    text = (f"{p.intervention} {f1.direction} the {f1.outcome} by {f1.value}% and "
-            f"{f2.direction} {f2.outcome} by {wrong} percent.")
-    dims = summary_scores(p, "Findings", text)
-    # one of two findings covered exactly: 1 + 4 * 1/2 = 3; one wrong number: 5 - 2 = 3; short, no copy: 5
-    assert dims == {"clarity": 5.0, "accuracy": 3.0, "coverage": 3.0}
-    assert summary_overall(dims) == pytest.approx(3.0)  # min(3, mean(5, 3, 3))
-    full = (f"{p.intervention} {f1.direction} {f1.outcome} by {f1.value} percent and "
-            f"{f2.direction} {f2.outcome} by {f2.value} percent.")
-    assert SummaryRubricJudge("Findings").score([p], [full])[0] == 5.0
-    assert SummaryRubricJudge("Context").score([p], [f"{p.population} and {p.intervention} were studied."])[0] == 5.0
-    assert SummaryRubricJudge("Context").score([p], [""])[0] == 1.0
-    assert summary_scores(p, "Context", p.text)["clarity"] == 1.0  # a copy of the paper
+def test_gold_sections_in_every_wording_get_full_content():
+    g = rng(0, "w")
+    for p in make_papers("bench", 20, 2):
+        for name, text in sections(p, g).items():
+            assert section_content(p, name, text) == 1.0, (name, text)

@@ -1,23 +1,24 @@
-"""The 18 benchmark tasks: items, choice scoring, open scoring with the rubric judge, summaries."""
+"""The 18 benchmark tasks: options named equally often, items over all papers, choice and open scoring."""
 
 import numpy as np
 import pandas as pd
 import pytest
 
-from stages.sci2pol.data import _sections, make_papers
-from stages.sci2pol.judges import RubricJudge
+from stages.core.seeding import rng
+from stages.sci2pol.data import make_papers, sections
 from stages.sci2pol.tasks import (
     STAGES,
     TASK_BY_NAME,
     TASKS,
     make_items,
     open_prompt,
+    option_counts,
     score_choice,
     score_open,
     stage_scores,
 )
 
-PAPERS = make_papers("bench", 4, 0)
+PAPERS = make_papers("bench", 24, 0)
 BY_ID = {p.pid: p for p in PAPERS}
 
 
@@ -27,15 +28,37 @@ def test_eighteen_tasks_in_five_stages():
     assert all((t.kind == "open") == (t.section is not None) for t in TASKS)
 
 
-def test_items_are_well_formed_and_deterministic():
-    items = make_items(PAPERS, 3, 0)
-    assert len(items) == 18 * 3
+def test_option_counts_by_hand():
+    assert option_counts("Dry forests burn; wet forests less. dry-forests", ["dry forests", "wet forests"]) == [1, 1]
+    assert option_counts("12 and 123", ["12", "23"]) == [1, 0]
+
+
+def test_every_option_is_named_equally_often_in_its_prompt():
+    items = make_items(PAPERS, 24, 5)
+    for it in items:
+        if it.options:
+            counts = option_counts(it.prompt, it.options)
+            assert len(set(counts)) == 1, (it.task, it.options, counts)
+    # the distractors are in the paper: each number, arm, group, design and outcome once
+    named_once = {"complete_number", "complete_population", "complete_intervention", "identify_method",
+                  "identify_outcome"}
+    assert all(option_counts(i.prompt, i.options)[0] == 1 for i in items if i.task in named_once)
+
+
+def test_items_cover_every_paper_and_verification_is_balanced():
+    items = make_items(PAPERS, 24, 0)
+    assert len(items) == 18 * 24
+    for t in TASKS:
+        its = [i for i in items if i.task == t.name]
+        assert len({i.pid for i in its}) == 24  # distinct papers, all of them
+        if t.stage == "verification":
+            assert sum(i.answer for i in its) == 12
     for it in items:
         if TASK_BY_NAME[it.task].kind == "choice":
             assert 0 <= it.answer < len(it.options) and len(set(it.options)) == len(it.options) >= 2
         else:
             assert it.options == () and it.prompt.endswith(":")
-    assert [i.prompt for i in make_items(PAPERS, 3, 0)] == [i.prompt for i in items]
+    assert [i.prompt for i in make_items(PAPERS, 24, 0)] == [i.prompt for i in items]
 
 
 def test_choice_scoring_with_an_oracle_and_an_anti_oracle():
@@ -47,18 +70,24 @@ def test_choice_scoring_with_an_oracle_and_an_anti_oracle():
     assert f1 == 0.0 and all(p != i.answer for p, i in zip(picked, items, strict=True))
 
 
-def test_open_scoring_gives_the_gold_section_full_marks_and_noise_less():
-    items = [i for i in make_items(PAPERS, 2, 0) if TASK_BY_NAME[i.task].kind == "open"]
+def test_open_scoring_on_the_answer_alone():
+    items = [i for i in make_items(PAPERS, 3, 0) if TASK_BY_NAME[i.task].kind == "open"]
+    g = rng(9, "answers")
 
-    def gold(prompt):
-        it = next(i for i in items if i.prompt == prompt)
-        return "\n " + _sections(BY_ID[it.pid])[TASK_BY_NAME[it.task].section] + "\nExtra line ignored."
+    def gold(prompts):
+        out = []
+        for prompt in prompts:
+            it = next(i for i in items if i.prompt == prompt)
+            out.append("\n " + sections(BY_ID[it.pid], g)[TASK_BY_NAME[it.task].section] + "\nExtra line ignored.")
+        return out
 
-    scores, answers = score_open(items, BY_ID, gold, RubricJudge())
-    assert np.allclose(scores, 100.0), scores
+    scores, answers = score_open(items, BY_ID, gold)
+    assert np.allclose(scores, 100.0), list(zip(scores, answers, strict=True))
     assert not any("\n" in a or "Extra" in a for a in answers)
-    noise, _ = score_open(items, BY_ID, lambda p: "nothing useful", RubricJudge())
-    assert np.all(noise < 100.0)
+    noise, _ = score_open(items, BY_ID, lambda ps: ["nothing useful at all here." for _ in ps])
+    assert np.all(noise == 0.0)
+    copies, _ = score_open(items, BY_ID, lambda ps: [p.split("Paper: ")[1][:300] for p in ps])
+    assert np.all(copies == 0.0)
 
 
 def test_summarization_and_generation_prompts_differ_and_hide_the_answer():
@@ -66,7 +95,7 @@ def test_summarization_and_generation_prompts_differ_and_hide_the_answer():
     for t in TASKS:
         if t.kind != "open":
             continue
-        prompt = open_prompt(p, t)
+        prompt = open_prompt(p, t, rng(0, "p"))
         assert prompt.endswith(f"{t.section}:")
         assert ("Brief draft" in prompt) == (t.stage == "generation")
         if t.stage == "generation":  # the asked section is absent from the draft
