@@ -101,7 +101,7 @@ def test_one_lora_run_on_smollm2_moves_only_the_adapters(smoke_repo):
     frozen = {n: p.detach().clone() for n, p in lm.named_parameters() if not p.requires_grad and "q_proj" in n}
     lora_b = {n: p.detach().clone() for n, p in lm.named_parameters() if "lora_B" in n}
     assert lora_b and all(float(v.abs().sum()) == 0 for v in lora_b.values())
-    exs = training_examples(PAIRS[:1], TEXTS, tok, max_tokens=96)
+    exs = training_examples(PAIRS[:1], TEXTS, tok, max_tokens=1024)  # the whole paper and its brief
     fit = fit_with_early_stopping(lm, exs, exs, lr=1e-2, max_steps=1, batch_size=1, eval_every=1, patience=1,
                                   seed=0, pad_id=tok.eos_token_id)
     assert len(fit.train) == 1 and math.isfinite(fit.train[0]) and [s for s, _ in fit.val] == [0, 1]
