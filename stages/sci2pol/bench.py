@@ -61,14 +61,17 @@ def evaluate(model: Any, tok: Any, papers: list[Paper], items: list[Item], cfg: 
                                              cfg.bench.n_bootstrap, cfg.bench.bootstrap_seed)
             texts = [it.options[k] for it, k in zip(its, picked, strict=True)]
             per_item = [100.0 * (k == it.answer) for it, k in zip(its, picked, strict=True)]
+            gold = [it.answer for it in its]
         else:
             per_item, texts = score_open(its, by_id, lambda ps: greedy_generate(
                 model, tok, ps, cfg.finetune.max_new_tokens, cfg.bench.gen_batch))
             score, se = float(per_item.mean()), bootstrap_se(per_item, cfg.bench.n_bootstrap, cfg.bench.bootstrap_seed)
+            picked = gold = [-1] * len(its)  # open items have no option
         scores.append({"task": t.name, "stage": t.stage, "kind": t.kind, "score": float(score), "se": se,
                        "n_items": len(its)})
-        answers.extend({"task": t.name, "item": k, "pid": it.pid, "answer": a, "item_score": float(s)}
-                       for k, (it, a, s) in enumerate(zip(its, texts, per_item, strict=True)))
+        answers.extend({"task": t.name, "item": k, "pid": it.pid, "answer": a, "item_score": float(s),
+                        "picked": int(p), "correct": int(c)}
+                       for k, (it, a, s, p, c) in enumerate(zip(its, texts, per_item, picked, gold, strict=True)))
     return scores, answers
 
 

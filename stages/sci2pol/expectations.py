@@ -72,7 +72,7 @@ def answers_suite(n_rows: int) -> list[Any]:
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "task", "item", "pid", "answer",
-                                                     "item_score"], exact_match=True),
+                                                     "item_score", "picked", "correct"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=VARIANTS),
         gxe.ExpectColumnValuesToBeInSet(column="task", value_set=list(TASK_BY_NAME)),
@@ -80,6 +80,8 @@ def answers_suite(n_rows: int) -> list[Any]:
         gxe.ExpectColumnValuesToMatchRegex(column="pid", regex=r"^bench-[0-9]{4}$"),
         gxe.ExpectColumnValuesToNotBeNull(column="answer"),
         gxe.ExpectColumnValuesToBeBetween(column="item_score", min_value=0, max_value=100),
+        gxe.ExpectColumnValuesToBeBetween(column="picked", min_value=-1),  # -1: an open item
+        gxe.ExpectColumnValuesToBeBetween(column="correct", min_value=-1),
     ]
 
 
