@@ -109,7 +109,7 @@ def runs_suite(n_rows: int) -> list[Any]:
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "lr", "best_step", "best_val", "steps_run",
-                                                     "used"], exact_match=True),
+                                                     "used", "n_train"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=["unfiltered", "curated"]),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "seed", "lr"]),
@@ -117,4 +117,5 @@ def runs_suite(n_rows: int) -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="steps_run", min_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="best_val", min_value=0, max_value=100),
         gxe.ExpectColumnValuesToBeInSet(column="used", value_set=[True, False]),
+        gxe.ExpectColumnValuesToBeBetween(column="n_train", min_value=1),
     ]

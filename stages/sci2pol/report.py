@@ -214,7 +214,8 @@ def run_rows(runs: pd.DataFrame, losses: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for r in runs.sort_values(["variant", "seed", "lr"]).itertuples():
         v0 = val[(val.variant == r.variant) & (val.seed == r.seed) & (val.lr == r.lr) & (val.step == 0)].loss
-        rows.append({"set": r.variant, "seed": int(r.seed), "lr": f"{r.lr:g}", "steps run": int(r.steps_run),
+        rows.append({"set": r.variant, "seed": int(r.seed), "lr": f"{r.lr:g}",
+                     "training examples": int(r.n_train), "steps run": int(r.steps_run),
                      "step kept": int(r.best_step), "held-out loss at step 0": float(v0.iloc[0]) if len(v0) else None,
                      "held-out loss kept": float(r.best_val), "used": "yes" if r.used else "no"})
     return rows
