@@ -208,6 +208,15 @@ def finetune_effects(stages: pd.DataFrame) -> list[dict[str, Any]]:
     return effects
 
 
+def fit_summary(runs: pd.DataFrame, max_steps: int, lr_grid: list[float]) -> dict[str, Any]:
+    """How the recipe's choices fell: runs stopped early, runs whose best held-out loss was their last evaluation,
+    and whether a chosen learning rate sits at the grid's upper edge."""
+    chosen = sorted({float(x) for x in runs[runs.used].lr})
+    return {"n_runs": len(runs), "n_stopped": int((runs.steps_run < max_steps).sum()),
+            "n_last": int((runs.best_step == runs.steps_run).sum()), "chosen": [f"{x:g}" for x in chosen],
+            "at_edge": max(chosen) >= max(lr_grid)}
+
+
 def run_rows(runs: pd.DataFrame, losses: pd.DataFrame) -> list[dict[str, Any]]:
     """Every LoRA run: set, seed, learning rate, held-out loss before training and at the step kept."""
     val = losses[losses.split == "val"]
@@ -279,7 +288,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         stage_rows=[{"variant": VARIANT_LABELS[v],
                      **{c: mean_std(stages[stages.variant == v].sort_values("seed")[c].tolist(), 1)
                         for c in [*STAGES, "overall"]}} for v in VARIANTS],
-        effects=finetune_effects(stages), run_rows=run_rows(runs, losses), examples=example_rows(answers))
+        effects=finetune_effects(stages), run_rows=run_rows(runs, losses), examples=example_rows(answers),
+        fits=fit_summary(runs, cfg.finetune.max_steps, cfg.finetune.lr_grid))
     return {"verdict": claim.verdict}
 
 
