@@ -61,14 +61,17 @@ def evaluate(model: Any, tok: Any, papers: list[Paper], items: list[Item], cfg: 
                                              cfg.bench.n_bootstrap, cfg.bench.bootstrap_seed)
             texts = [it.options[k] for it, k in zip(its, picked, strict=True)]
             per_item = [100.0 * (k == it.answer) for it, k in zip(its, picked, strict=True)]
+            gold = [it.answer for it in its]
         else:
             per_item, texts = score_open(its, by_id, lambda ps: greedy_generate(
                 model, tok, ps, cfg.finetune.max_new_tokens, cfg.bench.gen_batch))
             score, se = float(per_item.mean()), bootstrap_se(per_item, cfg.bench.n_bootstrap, cfg.bench.bootstrap_seed)
+            picked = gold = [-1] * len(its)  # open items have no option
         scores.append({"task": t.name, "stage": t.stage, "kind": t.kind, "score": float(score), "se": se,
                        "n_items": len(its)})
-        answers.extend({"task": t.name, "item": k, "pid": it.pid, "answer": a, "item_score": float(s)}
-                       for k, (it, a, s) in enumerate(zip(its, texts, per_item, strict=True)))
+        answers.extend({"task": t.name, "item": k, "pid": it.pid, "answer": a, "item_score": float(s),
+                        "picked": int(p), "correct": int(c)}
+                       for k, (it, a, s, p, c) in enumerate(zip(its, texts, per_item, picked, gold, strict=True)))
     return scores, answers
 
 
@@ -80,18 +83,20 @@ def examples(pairs_df: pd.DataFrame, subset: str, tok: Any, max_tokens: int) -> 
 
 
 def lora_run(model_dir: Path, pairs_df: pd.DataFrame, variant: str, lr: float, cfg: BenchInputs,
-             seed: int) -> tuple[Any, Any, Fit]:
-    """A fresh base model with LoRA adapters trained on the ``variant`` pairs at ``lr`` with early stopping."""
+             seed: int) -> tuple[Any, Any, Fit, int]:
+    """A fresh base model with LoRA adapters trained on the ``variant`` pairs at ``lr`` with early stopping, and
+    the number of training examples left after tokenising and cutting to ``max_tokens``."""
     from stages.assets.loaders import load_causal_lm
 
     f = cfg.finetune
     model, tok = load_causal_lm(model_dir)
     model = add_lora(model, f.lora_r, f.lora_alpha, seed)
-    fit = fit_with_early_stopping(model, examples(pairs_df, variant, tok, f.max_tokens),
+    train = examples(pairs_df, variant, tok, f.max_tokens)
+    fit = fit_with_early_stopping(model, train,
                                   examples(pairs_df, "val", tok, f.max_tokens), lr=lr, max_steps=f.max_steps,
                                   batch_size=f.batch_size, eval_every=f.eval_every, patience=f.patience, seed=seed,
                                   pad_id=tok.eos_token_id)
-    return model, tok, fit
+    return model, tok, fit, len(train)
 
 
 def run(cfg: BenchInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
@@ -111,17 +116,19 @@ def run(cfg: BenchInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         seed = ctx.seed + k
         for variant in [v for v in VARIANTS if v != "none"]:
             grid = cfg.finetune.lr_grid if variant not in chosen_lr else [chosen_lr[variant]]
-            fits, best_model = [], None
+            fits, n_trains, best_model = [], [], None
             for lr in tqdm(grid, desc=f"seed {seed} {variant} LoRA", unit="lr", leave=False):
-                model, tok, fit = lora_run(paths.model, pairs_df, variant, lr, cfg, seed)
+                model, tok, fit, n_train = lora_run(paths.model, pairs_df, variant, lr, cfg, seed)
                 if not fits or fit.best_val < fits[select_learning_rate(fits)].best_val:
                     best_model = model
                 fits.append(fit)
+                n_trains.append(n_train)
             best = select_learning_rate(fits)
             chosen_lr.setdefault(variant, fits[best].lr)
             for i, fit in enumerate(fits):
                 runs.append({"variant": variant, "seed": seed, "lr": fit.lr, "best_step": fit.best_step,
-                             "best_val": fit.best_val, "steps_run": len(fit.train), "used": i == best})
+                             "best_val": fit.best_val, "steps_run": len(fit.train), "used": i == best,
+                             "n_train": n_trains[i]})
                 losses.extend({"variant": variant, "seed": seed, "lr": fit.lr, "split": "train", "step": j + 1,
                                "loss": v} for j, v in enumerate(fit.train))
                 losses.extend({"variant": variant, "seed": seed, "lr": fit.lr, "split": "val", "step": st,

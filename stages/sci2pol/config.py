@@ -16,7 +16,9 @@ PAPER = "sci2pol"
 METRICS = (
     "auc_lm_gold_vs_off_topic",
     "overall_curated_minus_none",
+    "overall_curated_minus_none_lo",
     "overall_curated_minus_unfiltered",
+    "overall_curated_minus_unfiltered_lo",
     "rho_lm_minus_bertscore",
     "rho_lm_minus_rouge",
 )

@@ -72,7 +72,7 @@ def answers_suite(n_rows: int) -> list[Any]:
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "task", "item", "pid", "answer",
-                                                     "item_score"], exact_match=True),
+                                                     "item_score", "picked", "correct"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=VARIANTS),
         gxe.ExpectColumnValuesToBeInSet(column="task", value_set=list(TASK_BY_NAME)),
@@ -80,6 +80,8 @@ def answers_suite(n_rows: int) -> list[Any]:
         gxe.ExpectColumnValuesToMatchRegex(column="pid", regex=r"^bench-[0-9]{4}$"),
         gxe.ExpectColumnValuesToNotBeNull(column="answer"),
         gxe.ExpectColumnValuesToBeBetween(column="item_score", min_value=0, max_value=100),
+        gxe.ExpectColumnValuesToBeBetween(column="picked", min_value=-1),  # -1: an open item
+        gxe.ExpectColumnValuesToBeBetween(column="correct", min_value=-1),
     ]
 
 
@@ -107,7 +109,7 @@ def runs_suite(n_rows: int) -> list[Any]:
 
     return [
         gxe.ExpectTableColumnsToMatchSet(column_set=["variant", "seed", "lr", "best_step", "best_val", "steps_run",
-                                                     "used"], exact_match=True),
+                                                     "used", "n_train"], exact_match=True),
         gxe.ExpectTableRowCountToEqual(value=n_rows),
         gxe.ExpectColumnValuesToBeInSet(column="variant", value_set=["unfiltered", "curated"]),
         gxe.ExpectCompoundColumnsToBeUnique(column_list=["variant", "seed", "lr"]),
@@ -115,4 +117,5 @@ def runs_suite(n_rows: int) -> list[Any]:
         gxe.ExpectColumnValuesToBeBetween(column="steps_run", min_value=1),
         gxe.ExpectColumnValuesToBeBetween(column="best_val", min_value=0, max_value=100),
         gxe.ExpectColumnValuesToBeInSet(column="used", value_set=[True, False]),
+        gxe.ExpectColumnValuesToBeBetween(column="n_train", min_value=1),
     ]

@@ -16,7 +16,7 @@ from stages.core.verdict import ClaimRecord
 from stages.sci2pol.config import PAPER, ReportInputs, load_report
 from stages.sci2pol.data import BENCH_TOPICS, QUALITY
 from stages.sci2pol.io import SCORERS, VARIANTS, read_answers, read_losses, read_runs, read_scores, read_task_scores
-from stages.sci2pol.tasks import STAGES, TASKS, stage_scores
+from stages.sci2pol.tasks import STAGES, TASKS, paired_overall_difference, stage_scores
 
 TIMED_STEPS = ("corpus", "agree", "bench")
 CARD = PaperCard(
@@ -63,17 +63,27 @@ def num(x: float | None) -> float:
     return float("nan") if x is None else float(x)
 
 
-def verdict_metrics(correlations: dict[str, Any], overall: pd.DataFrame) -> dict[str, list[float]]:
+def verdict_metrics(correlations: dict[str, Any], overall: pd.DataFrame, answers: pd.DataFrame,
+                    n_bootstrap: int, bootstrap_seed: int) -> dict[str, list[float]]:
     """Per seed: the LM judge's gate AUC and its rho minus ROUGE-L's and BERTScore's; bench overall of the
-    curated adapters minus the unfiltered ones (same seed) and minus the base model (scored once)."""
+    curated adapters minus the unfiltered ones (same seed) and minus the base model (scored once), each with
+    the 5% quantile of its paired bootstrap over items (``_lo``)."""
     per = correlations["per_seed"]
     wide = overall[overall.variant != "none"].pivot(index="seed", columns="variant", values="overall").sort_index()
     base = float(overall[overall.variant == "none"].overall.iloc[0])
+    none = answers[answers.variant == "none"]
+    lo: dict[str, list[float]] = {"overall_curated_minus_unfiltered_lo": [], "overall_curated_minus_none_lo": []}
+    for seed in wide.index:
+        cur = answers[(answers.variant == "curated") & (answers.seed == seed)]
+        unf = answers[(answers.variant == "unfiltered") & (answers.seed == seed)]
+        lo["overall_curated_minus_unfiltered_lo"].append(
+            paired_overall_difference(cur, unf, n_bootstrap, bootstrap_seed)[1])
+        lo["overall_curated_minus_none_lo"].append(paired_overall_difference(cur, none, n_bootstrap, bootstrap_seed)[1])
     return {"auc_lm_gold_vs_off_topic": [num(r["auc_lm"]) for r in per],
             "rho_lm_minus_rouge": [num(r["lm"]) - num(r["rouge"]) for r in per],
             "rho_lm_minus_bertscore": [num(r["lm"]) - num(r["bertscore"]) for r in per],
             "overall_curated_minus_unfiltered": (wide["curated"] - wide["unfiltered"]).tolist(),
-            "overall_curated_minus_none": (wide["curated"] - base).tolist()}
+            "overall_curated_minus_none": (wide["curated"] - base).tolist(), **lo}
 
 
 def gate_checks(claim: ClaimRecord, gate: str, gated: list[str]) -> ClaimRecord:
@@ -182,6 +192,9 @@ def example_rows(answers: pd.DataFrame, n_items: int = 2) -> list[dict[str, Any]
     return rows
 
 
+TIE = 1e-9  # stage means that differ by float rounding only are unchanged
+
+
 def finetune_effects(stages: pd.DataFrame) -> list[dict[str, Any]]:
     """Each fine-tuned set's change from the base model per stage (means over seeds)."""
     cols = [*STAGES, "overall"]
@@ -190,9 +203,18 @@ def finetune_effects(stages: pd.DataFrame) -> list[dict[str, Any]]:
     for v in ("curated", "unfiltered"):
         delta = stages[stages.variant == v][cols].mean() - base
         effects.append({"label": VARIANT_LABELS[v], "overall": delta["overall"],
-                        "stages": {c: delta[c] for c in STAGES},
-                        "up": [c for c in STAGES if delta[c] > 0], "down": [c for c in STAGES if delta[c] < 0]})
+                        "stages": {c: 0.0 if abs(delta[c]) <= TIE else delta[c] for c in STAGES},
+                        "up": [c for c in STAGES if delta[c] > TIE], "down": [c for c in STAGES if delta[c] < -TIE]})
     return effects
+
+
+def fit_summary(runs: pd.DataFrame, max_steps: int, lr_grid: list[float]) -> dict[str, Any]:
+    """How the recipe's choices fell: runs stopped early, runs whose best held-out loss was their last evaluation,
+    and whether a chosen learning rate sits at the grid's upper edge."""
+    chosen = sorted({float(x) for x in runs[runs.used].lr})
+    return {"n_runs": len(runs), "n_stopped": int((runs.steps_run < max_steps).sum()),
+            "n_last": int((runs.best_step == runs.steps_run).sum()), "chosen": [f"{x:g}" for x in chosen],
+            "at_edge": max(chosen) >= max(lr_grid)}
 
 
 def run_rows(runs: pd.DataFrame, losses: pd.DataFrame) -> list[dict[str, Any]]:
@@ -201,7 +223,8 @@ def run_rows(runs: pd.DataFrame, losses: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for r in runs.sort_values(["variant", "seed", "lr"]).itertuples():
         v0 = val[(val.variant == r.variant) & (val.seed == r.seed) & (val.lr == r.lr) & (val.step == 0)].loss
-        rows.append({"set": r.variant, "seed": int(r.seed), "lr": f"{r.lr:g}", "steps run": int(r.steps_run),
+        rows.append({"set": r.variant, "seed": int(r.seed), "lr": f"{r.lr:g}",
+                     "training examples": int(r.n_train), "steps run": int(r.steps_run),
                      "step kept": int(r.best_step), "held-out loss at step 0": float(v0.iloc[0]) if len(v0) else None,
                      "held-out loss kept": float(r.best_val), "used": "yes" if r.used else "no"})
     return rows
@@ -219,7 +242,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     timings = read_timings(paths.timings, TIMED_STEPS)
     labels = scorer_labels(corr["backend"])
     stages = stage_scores(bench)
-    per_seed = verdict_metrics(corr, stages[["variant", "seed", "overall"]])
+    per_seed = verdict_metrics(corr, stages[["variant", "seed", "overall"]], answers, cfg.bench.n_bootstrap,
+                               cfg.bench.bootstrap_seed)
     rho = {s: [num(r[s]) for r in corr["per_seed"]] for s in SCORERS}
     aucs = {s: [num(r[f"auc_{s}"]) for r in corr["per_seed"]] for s in SCORERS}
     overall = {v: stages[stages.variant == v].sort_values("seed").overall.tolist() for v in VARIANTS}
@@ -264,7 +288,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
         stage_rows=[{"variant": VARIANT_LABELS[v],
                      **{c: mean_std(stages[stages.variant == v].sort_values("seed")[c].tolist(), 1)
                         for c in [*STAGES, "overall"]}} for v in VARIANTS],
-        effects=finetune_effects(stages), run_rows=run_rows(runs, losses), examples=example_rows(answers))
+        effects=finetune_effects(stages), run_rows=run_rows(runs, losses), examples=example_rows(answers),
+        fits=fit_summary(runs, cfg.finetune.max_steps, cfg.finetune.lr_grid))
     return {"verdict": claim.verdict}
 
 

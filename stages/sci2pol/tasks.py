@@ -195,3 +195,35 @@ def stage_scores(task_scores: pd.DataFrame) -> pd.DataFrame:
     stages = stages.reindex(columns=[s for s in STAGES if s in stages.columns])
     stages["overall"] = task_scores.groupby(by).score.mean()
     return stages.reset_index()
+
+
+def _task_score(kind: str, rows: pd.DataFrame, idx: np.ndarray) -> float:
+    """A task's score on the resampled items ``idx``: macro F1 (×100) for choice tasks, mean item score else."""
+    if kind == "choice":
+        return 100 * macro_f1(rows.correct.to_numpy()[idx].tolist(), rows.picked.to_numpy()[idx].tolist())
+    return float(rows.item_score.to_numpy()[idx].mean())
+
+
+def paired_overall_difference(a: pd.DataFrame, b: pd.DataFrame, n_resamples: int = 1000, seed: int = 0,
+                              quantile: float = 0.05) -> tuple[float, float]:
+    """Bench overall of answers ``a`` minus ``b`` (mean of the task scores, Sec. 4) and the ``quantile`` of that
+    difference over paired bootstrap resamples: each task's items are resampled with the same indices for both,
+    so the bound reflects which items were drawn, not only the adapters' seeds."""
+    tasks = sorted(set(a.task))
+    if set(b.task) != set(tasks):
+        raise ValueError(f"the two answer sets cover different tasks: {sorted(set(a.task) ^ set(b.task))}")
+    ra = {t: a[a.task == t].sort_values("item") for t in tasks}
+    rb = {t: b[b.task == t].sort_values("item") for t in tasks}
+    for t in tasks:
+        if ra[t]["item"].tolist() != rb[t]["item"].tolist():
+            raise ValueError(f"task {t}: the two answer sets cover different items")
+    kinds = {t: TASK_BY_NAME[t].kind for t in tasks}
+
+    def diff(idx: dict[str, np.ndarray]) -> float:
+        return float(np.mean([_task_score(kinds[t], ra[t], idx[t]) - _task_score(kinds[t], rb[t], idx[t])
+                              for t in tasks]))
+
+    point = diff({t: np.arange(len(ra[t])) for t in tasks})
+    g = np.random.default_rng(seed)
+    draws = [diff({t: g.integers(0, len(ra[t]), size=len(ra[t])) for t in tasks}) for _ in range(n_resamples)]
+    return point, float(np.quantile(draws, quantile))

@@ -13,6 +13,7 @@ from stages.sci2pol.tasks import (
     make_items,
     open_prompt,
     option_counts,
+    paired_overall_difference,
     score_choice,
     score_open,
     stage_scores,
@@ -109,3 +110,41 @@ def test_stage_scores_are_means_of_task_scores():
     assert out["autocompletion"] == pytest.approx((100 + 3 * 50) / 4)
     assert out["understanding"] == pytest.approx(50.0)
     assert out["overall"] == pytest.approx((100 + 17 * 50) / 18)
+
+
+def _answers(task: str, picked: list[int], correct: list[int], scores: list[float] | None = None) -> pd.DataFrame:
+    n = len(picked)
+    return pd.DataFrame({"task": task, "item": range(n), "picked": picked, "correct": correct,
+                         "item_score": scores if scores is not None else [100.0 * (p == c) for p, c in
+                                                                           zip(picked, correct, strict=True)]})
+
+
+def test_paired_overall_difference_by_hand():
+    """Choice task: macro F1 of 4 items; open task: mean item score; overall = mean of the two task differences."""
+    gold = [0, 1, 0, 1]
+    a = pd.concat([_answers("complete_number", [0, 1, 0, 1], gold),  # macro F1 100
+                   _answers("write_context", [-1] * 2, [-1] * 2, [50.0, 30.0])])
+    b = pd.concat([_answers("complete_number", [0, 0, 0, 0], gold),  # F1 of 0 = 2/3, of 1 = 0: macro 33.3
+                   _answers("write_context", [-1] * 2, [-1] * 2, [10.0, 30.0])])
+    point, lo = paired_overall_difference(a, b, n_resamples=200, seed=0)
+    assert point == pytest.approx(((100 - 100 / 3) + (40 - 20)) / 2)
+    assert lo <= point
+    same_point, same_lo = paired_overall_difference(a, a, n_resamples=50)
+    assert same_point == same_lo == 0.0  # identical answers: every resample gives 0, so a bound above 0 fails
+
+
+def test_paired_bootstrap_bound_separates_a_real_gain_from_item_noise():
+    """40 open items: a uniform +20 gain has a bound near 20; one item's +100 among 39 ties (+2.5 mean) has
+    a bound of 0, because most resamples miss or under-weight that item."""
+    base = np.random.default_rng(0).uniform(0, 60, size=40)
+    b = _answers("write_context", [-1] * 40, [-1] * 40, base.tolist())
+    uniform = _answers("write_context", [-1] * 40, [-1] * 40, (base + 20).tolist())
+    point, lo = paired_overall_difference(uniform, b, n_resamples=300, seed=1)
+    assert point == pytest.approx(20) and lo == pytest.approx(20)
+    one = base.copy()
+    one[0] = 100.0 + base[0]
+    point, lo = paired_overall_difference(_answers("write_context", [-1] * 40, [-1] * 40, one.tolist()), b,
+                                          n_resamples=300, seed=1)
+    assert point == pytest.approx(2.5) and lo == 0.0
+    with pytest.raises(ValueError, match="different items"):
+        paired_overall_difference(uniform.iloc[:39], b)

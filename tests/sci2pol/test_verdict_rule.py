@@ -13,9 +13,11 @@ from tests.conftest import write_params
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"auc_lm_gold_vs_off_topic": [0.9, 0.95, 0.85], "rho_lm_minus_rouge": [0.2, 0.3, 0.1],
         "rho_lm_minus_bertscore": [0.1, 0.2, 0.1], "overall_curated_minus_unfiltered": [1.5, 2.0, 3.0],
-        "overall_curated_minus_none": [2.0, 4.0, 1.5]}
+        "overall_curated_minus_none": [2.0, 4.0, 1.5], "overall_curated_minus_unfiltered_lo": [0.5, 0.3, 1.0],
+        "overall_curated_minus_none_lo": [1.0, 2.0, 0.2]}
 JUDGE = ("rho_lm_minus_rouge", "rho_lm_minus_bertscore")
-FINETUNE = ("overall_curated_minus_unfiltered", "overall_curated_minus_none")
+FINETUNE = ("overall_curated_minus_unfiltered", "overall_curated_minus_none", "overall_curated_minus_unfiltered_lo",
+            "overall_curated_minus_none_lo")
 
 
 def _verdict(per_seed):
@@ -32,6 +34,8 @@ def _verdict(per_seed):
     ({k: v[:2] for k, v in GOOD.items()}, "inconclusive"),  # fewer seeds than the rule asks for
     # a constant shift of 0 (adapters that learn nothing) does not pass the 1-point margin
     ({k: [0.0] * 3 for k in FINETUNE}, "partly"),
+    # a margin that the choice of items explains: the point difference passes, its bootstrap bound does not
+    ({"overall_curated_minus_unfiltered_lo": [-1.5, -0.8, -2.0]}, "partly"),
 ])
 def test_rule_gives_each_verdict(edits, expected):
     assert _verdict({**GOOD, **edits}).verdict == expected
