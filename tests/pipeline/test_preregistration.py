@@ -22,13 +22,6 @@ from stages.core.config import PARAMS_DIR, load_global, read_params
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# Papers whose rules were committed together with their first results, before this check
-# existed. Each is exempt only while its verdict block is the one it had at GRANDFATHERED_AT;
-# the next change of its rule (a new verdict run) must follow the rule above. None is left:
-# denots, entropylong, espo, purrception, sci2pol and text2grad were rerun under registered rules.
-GRANDFATHERED_AT = "e0af302"
-GRANDFATHERED: set[str] = set()
-
 
 def _git(*args: str, root: Path = ROOT) -> str:
     proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
@@ -91,11 +84,6 @@ def _is_ancestor(a: str, b: str, root: Path = ROOT) -> bool:
     return subprocess.run(["git", "merge-base", "--is-ancestor", a, b], cwd=root).returncode == 0
 
 
-def _grandfathered(paper: str) -> bool:
-    return paper in GRANDFATHERED and bool(_params_at(GRANDFATHERED_AT)) and (
-        _verdict_at(GRANDFATHERED_AT, paper) == _verdict_at("HEAD", paper))
-
-
 @pytest.fixture(scope="module")
 def history() -> None:
     if _git("rev-parse", "--is-shallow-repository").strip() == "true":
@@ -133,18 +121,7 @@ def test_verdict_rule_was_committed_on_its_own_before_the_results(paper, history
     if current != head_rule:
         pytest.fail(f"{paper}: the verdict block in params/{paper}.yaml differs from HEAD; commit it on its own "
                     "(touching no reports/) before the default run")
-    if _grandfathered(paper):
-        return
     check_registration(paper)
-
-
-@pytest.mark.parametrize("paper", sorted(GRANDFATHERED))
-def test_an_ungrandfathered_paper_with_rule_and_results_in_one_commit_fails(paper, history):
-    """Each grandfathered paper, judged without its exemption, fails. An exemption that lapsed (the paper's
-    rule changed since, so it is judged like any other) is stale: remove it."""
-    assert _grandfathered(paper), f"{paper}: its rule changed since {GRANDFATHERED_AT}; remove it from GRANDFATHERED"
-    with pytest.raises(AssertionError, match="also commits results"):
-        check_registration(paper)
 
 
 def _commit(repo: Path, message: str, files: dict[str, Any], remove: tuple[str, ...] = ()) -> str:
