@@ -61,6 +61,7 @@ bench: $(STAMP)
 	python -m benchmarks.entropylong
 	python -m benchmarks.sci2pol
 	python -m benchmarks.threads
+	python -m benchmarks.contention
 	python -m benchmarks.orchestration
 	python -m benchmarks.reliability
 	python -m benchmarks.stability
