@@ -31,7 +31,7 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from stages.core.config import DEFAULT_PARAMS, ConfigError, file_of_error, load_global
 from stages.core.gx import DataValidationError
@@ -203,6 +203,8 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
         with _interruptible() as received:
             run_stage(paper, step, run, cfg, paths, args.params, args.timing)
     except (DataValidationError, InputError, NonFiniteError) as err:
+        if received:  # native code swallowed the signal's exception and raised its own: still an interruption
+            _interrupted(paper, step, received[0], err, outs)
         left = outputs_left(err, outs)
         print(f"[{paper}-{step}] {err}" + (f"; {_cleanup(left)}" if left else ""), file=sys.stderr)
         sys.exit(1)
@@ -219,9 +221,18 @@ def stage_main(paper: str, step: str, run: Callable[[C, P, StageContext], dict[s
               file=sys.stderr)
         sys.exit(code if isinstance(code, int) and code != 0 else 1)
     except Exception as err:
+        if received:  # e.g. torch turning StageInterrupted into "could not determine the shape ..."
+            _interrupted(paper, step, received[0], err, outs)
         traceback.print_exc()
         print(f"[{paper}-{step}] failed; {_cleanup(outputs_left(err, outs))}", file=sys.stderr)
         sys.exit(1)
+
+
+def _interrupted(paper: str, step: str, signum: int, err: BaseException, outs: Sequence[Path]) -> NoReturn:
+    """Report an interruption by ``signum``, remove the outputs and exit with 128 + signum."""
+    print(f"[{paper}-{step}] interrupted by {signal.Signals(signum).name}; {_cleanup(outputs_left(err, outs))}",
+          file=sys.stderr)
+    sys.exit(128 + signum)
 
 
 def declared_metrics(paper: str) -> tuple[str, ...] | None:

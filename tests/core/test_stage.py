@@ -187,6 +187,34 @@ def test_system_exit_and_keyboard_interrupt_exit_non_zero(tmp_path, smoke_params
     assert not (tmp_path / "o" / "a.json").exists()
 
 
+@pytest.mark.parametrize("swallowed_as", [RuntimeError, "input_error"])
+def test_a_signal_whose_exception_native_code_swallowed_is_still_an_interruption(tmp_path, smoke_params, capsys,
+                                                                                  swallowed_as):
+    """Native code (torch building a tensor from a safetensors file) can catch the handler's exception and raise
+    its own, e.g. "could not determine the shape": a failure after SIGTERM arrived exits 143, outputs removed."""
+    import os
+    import signal
+
+    from stages.core.io import InputError
+    from stages.core.stage import StageInterrupted
+
+    def run(cfg, paths, ctx):
+        write_json({"ok": 1}, paths.first)
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0) if hasattr(signal, "sigtimedwait") else None  # let the handler run here
+        except StageInterrupted:
+            if swallowed_as == "input_error":
+                raise InputError("model.safetensors: not a readable safetensors file (truncated or corrupt)") from None
+            raise RuntimeError("could not determine the shape of object type 'torch.storage.UntypedStorage'") from None
+        raise AssertionError("the signal handler did not run")
+
+    assert _stage_cli(tmp_path, smoke_params, run) == 143
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == "[toy-step] interrupted by SIGTERM; its outputs were removed"
+    assert not (tmp_path / "o" / "a.json").exists()
+
+
 def test_input_error_is_one_line_and_exit_1(tmp_path, smoke_params, capsys):
     from stages.core.io import read_parquet
 
