@@ -194,16 +194,18 @@ def decide(rule: VerdictRule,
         status = check_status(check, values, rule.min_seeds)
         outcomes.append(CheckOutcome(name=check.name, status=status, description=check.describe(),
                                      values=[v if math.isfinite(v) else None for v in values]))
-    statuses = {o.status for o in outcomes}
-    if statuses == {"holds"}:
-        verdict: Verdict = "reproduced"
-    elif statuses == {"fails"}:
-        verdict = "not_reproduced"
-    elif "holds" in statuses:
-        verdict = "partly"
-    else:
-        verdict = "inconclusive"
-    return verdict, outcomes
+    return verdict_of([o.status for o in outcomes]), outcomes
+
+
+def verdict_of(statuses: Sequence[str]) -> Verdict:
+    """The rule over check statuses: all hold -> reproduced, all fail -> not_reproduced, some hold -> partly,
+    otherwise (none, or unclear without a hold) -> inconclusive."""
+    found = set(statuses)
+    if found == {"holds"}:
+        return "reproduced"
+    if found == {"fails"}:
+        return "not_reproduced"
+    return "partly" if "holds" in found else "inconclusive"
 
 
 class ClaimRecord(BaseModel):

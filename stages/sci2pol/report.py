@@ -12,7 +12,7 @@ import pandas as pd
 from stages.core.io import read_json
 from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
-from stages.core.verdict import ClaimRecord
+from stages.core.verdict import ClaimRecord, verdict_of
 from stages.sci2pol.config import PAPER, ReportInputs, load_report
 from stages.sci2pol.data import BENCH_TOPICS, QUALITY
 from stages.sci2pol.io import SCORERS, VARIANTS, read_answers, read_losses, read_runs, read_scores, read_task_scores
@@ -93,15 +93,7 @@ def gate_checks(claim: ClaimRecord, gate: str, gated: list[str]) -> ClaimRecord:
     status = {o.name: o.status for o in claim.checks}
     open_ = status[gate] == "holds"
     checks = [o if open_ or o.name not in gated else o.model_copy(update={"status": "unclear"}) for o in claim.checks]
-    claims = [o.status for o in checks if o.name != gate]
-    if claims and all(s == "holds" for s in claims):
-        verdict = "reproduced"
-    elif claims and all(s == "fails" for s in claims):
-        verdict = "not_reproduced"
-    elif "holds" in claims:
-        verdict = "partly"
-    else:
-        verdict = "inconclusive"
+    verdict = verdict_of([o.status for o in checks if o.name != gate])
     rule = (f"{claim.verdict_rule}; '{gate}' is the LM judge's competence gate, not a claim: unless it holds, "
             f"{gated} are unclear (inconclusive); the verdict comes from the other checks")
     return claim.model_copy(update={"verdict": verdict, "checks": checks, "verdict_rule": rule})
