@@ -67,6 +67,7 @@ bench: $(STAMP)
 	python -m benchmarks.stability
 	python -m benchmarks.dag
 	python -m benchmarks.imports
+	python -m benchmarks.noop
 
 clean-venv:
 	rm -rf $(VENV)
