@@ -93,6 +93,7 @@ class GenerateConfig(Section):
     generator: Generator
     n_seeds: int = Field(ge=1, le=20)
     n_programs: int = Field(ge=1, le=100)
+    sampling_round: int = Field(ge=0, le=1000)
     methods: list[Method] = Field(min_length=1)
     temperature: float = Field(gt=0, le=2)
     resample_temperature: float = Field(gt=0, le=2)

@@ -297,6 +297,33 @@ def allows(checker: Callable[[str], Check], text: str, piece: str) -> bool:
     return "\ufffd" not in piece and checker(text + piece).status != "dead"
 
 
+class PositionMask:
+    """``allows(checker, text, piece)`` at one position of a line, each distinct prefix of a piece checked once.
+
+    Exact for a prefix checker (§3.1's constraint check): a line that cannot become a valid statement stays so
+    whatever follows, so a piece is disallowed as soon as one of its prefixes is; the pieces drawn or scanned at one
+    position share most of their first characters, so most are settled from the memo without parsing the line."""
+
+    def __init__(self, checker: Callable[[str], Check], text: str) -> None:
+        self.checker, self.text = checker, text
+        self.dead: dict[str, bool] = {}
+        self.calls = 0
+
+    def _dead(self, prefix: str) -> bool:
+        known = self.dead.get(prefix)
+        if known is None:
+            self.calls += 1
+            known = self.dead[prefix] = self.checker(self.text + prefix).status == "dead"
+        return known
+
+    def __call__(self, piece: str) -> bool:
+        if piece == EOS_TEXT or "\n" in piece:
+            return allows(self.checker, self.text, piece)
+        if "\ufffd" in piece:
+            return False
+        return not any(self._dead(piece[:k]) for k in range(1, len(piece) + 1))
+
+
 def sample_statement(src: TokenSource, gen: torch.Generator, budget: Budget, s: Settings, temperature: float,
                      checker: Callable[[str], Check] | None, trace: Trace, statement: int
                      ) -> tuple[str | None, bool]:
@@ -312,8 +339,9 @@ def sample_statement(src: TokenSource, gen: torch.Generator, budget: Budget, s: 
         if checker is None:
             token = sample_token(src.logits(), temperature, s.top_p, gen)
         else:
+            mask = PositionMask(checker, text)
             token, masked = masked_sample(src.logits(), temperature, s.top_p, gen,
-                                          lambda t, text=text: allows(checker, text, src.vocab[t]), s.max_checks)
+                                          lambda t, mask=mask: mask(src.vocab[t]), s.max_checks)
             budget.masked += len(masked)
             for t, p in masked:
                 piece = src.vocab[t]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from stages.core.gates import gated_verdict, seeds_to_decide
 from stages.core.gx import validate_table
-from stages.core.io import read_parquet
+from stages.core.io import read_json, read_parquet
 from stages.core.report import PaperCard, ReportPaths, decide_claim, figure, mean_std, read_timings, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.refinestat.config import METHODS, PAPER
@@ -318,6 +318,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                      for (t, a), g in unscored.groupby(["task", "arm"])]
     errors = error_kinds(ok[~ok.runnable & (ok.n_versions > 0)])
     wall_min = sum(timings.values()) / 60
+    synth_timing = read_json(Path(paths.timings) / "synthesize.json")  # load and CPU: absent in older timings
     synth_s = timings["synthesize"]  # the runner's wall time: decoding, sandbox runs and controls together
     write_report(paths, claim, metrics, timings, n_seeds=n_seeds, tol=tol, min_passing=cfg.min_passing,
                  per_seed=per_seed, method_rows=method_rows(programs, n_seeds, cfg.min_passing),
@@ -345,7 +346,9 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  claims_per_seed={c.name: [bool(v is not None and np.isfinite(v) and c.passes(v))
                                            for v in per_seed[c.metric]]
                                   for c in cfg.verdict.checks if c.name not in cfg.report.gates},
-                 wall_min=wall_min, n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
+                 wall_min=wall_min, synth_load=synth_timing.get("load_average_1min"),
+                 synth_cpu_s=synth_timing.get("cpu_time_s"),
+                 n_tokens_run=int(ok.tokens.sum()), n_sandbox_runs=int(ok.n_versions.sum()),
                  n_distinct=int(programs[programs.n_versions > 0].program.nunique()),
                  synth_s=synth_s, tokens_per_s=float(ok.tokens.sum()) / synth_s if synth_s > 0 else math.nan,
                  power_rows=seeds_to_decide(claim, {c.name: c.threshold for c in cfg.verdict.checks}))

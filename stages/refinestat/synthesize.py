@@ -67,6 +67,13 @@ def predictive(result: dict[str, Any], exchangeable: bool) -> float | None:
     return None if elpd is None or not n else float(elpd) / n
 
 
+def lm_stream_seed(global_seed: int, sampling_round: int, seed_index: int, task: str, method: str, k: int) -> int:
+    """The seed of one LM attempt's sampling stream; round 0 is the first run's streams, any other round draws
+    fresh ones for the same seeds, splits and MCMC seeds (a replication that cannot reuse earlier attempts)."""
+    keys = ("lm",) if sampling_round == 0 else ("lm", f"round {sampling_round}")
+    return derive_seed(global_seed, PAPER, *keys, seed_index, task, method, k)
+
+
 def result_row(result: dict[str, Any] | None, score: int, exchangeable: bool) -> dict[str, Any]:
     """The columns of a sandbox result."""
     result = result or {"outcome": "none"}
@@ -184,7 +191,7 @@ def synthesize_tasks(cfg: SynthesizeInputs, table: pd.DataFrame, lm: tuple[Any, 
                            vocab)
             for method in methods or g.methods:
                 for k in range(g.n_programs):
-                    gen = generator_for(derive_seed(global_seed, PAPER, "lm", seed_index, task, method, k))
+                    gen = generator_for(lm_stream_seed(global_seed, g.sampling_round, seed_index, task, method, k))
                     budget = Budget(tokens=g.token_budget, runs=g.max_runs)
                     wall0, cpu0, sandbox0 = time.perf_counter(), time.process_time(), run.wall_s
                     res = attempt(src, gen, run, method, task, settings, budget)

@@ -13,6 +13,7 @@ from stages.refinestat.generator import (
     EOS_TEXT,
     Budget,
     LMSource,
+    PositionMask,
     ScriptedSource,
     Settings,
     Trace,
@@ -78,6 +79,27 @@ def test_newline_and_end_of_text_only_after_a_complete_statement():
     assert allows(checker, 'a = pm.Normal("a")', "\n    ")
     assert allows(checker, 'a = pm.Normal("a"', ")\n")
     assert not allows(checker, 'a = pm.Normal("a"', EOS_TEXT)
+
+
+PIECES = ([*"abxyz019_ .,=()\"+-*/", "si", "sigma", " sigma", "=0", "=0.5", "=-1", ", ", '", ', "pm", "pm.",
+           ".Normal", "Normal(", "Nromal", "observed", "=y", "=x", ")", "))", "**", " * ", "exp", "len(", "shape",
+           ")\n", "\n", "\n    ", EOS_TEXT, "\ufffd", "a\ufffd", "#", " #", "[", "mu", "mu=", "alpha", "beta", "tau"])
+
+
+@pytest.mark.parametrize("semantic", [True, False])
+def test_position_mask_agrees_with_the_checker_and_parses_each_prefix_once(semantic):
+    """The memoised mask gives allows()'s answer for every piece at every position of the experts' lines (which
+    also checks that the checker is prefix-closed there), and parses a prefix once: asking again costs nothing."""
+    for task in TASKS.values():
+        ctx = task_context(dict(task.variables), task.observed, semantic=semantic)
+        checker = lambda text, ctx=ctx: check_prefix(text, ctx)  # noqa: E731
+        for line in task.expert[:2]:
+            for cut in range(0, len(line) + 1, 3):
+                text, mask = line[:cut], PositionMask(checker, line[:cut])
+                assert [mask(p) for p in PIECES] == [allows(checker, text, p) for p in PIECES], (task.name, text)
+                parsed = mask.calls
+                assert [mask(p) for p in PIECES[::-1]] == [allows(checker, text, p) for p in PIECES[::-1]]
+                assert mask.calls == parsed <= sum(len(p) for p in PIECES)
 
 
 @pytest.mark.parametrize("task", sorted(TASKS))
@@ -167,3 +189,15 @@ def test_a_sliding_window_cache_rewinds_past_its_window(gemma3_asset):
         fresh.accept(line)
     fresh.push(7)
     assert torch.equal(src.logits(), fresh.logits())
+
+
+def test_sampling_round_zero_keeps_the_first_streams_and_another_round_draws_fresh_ones():
+    from stages.core.seeding import derive_seed
+    from stages.refinestat.synthesize import lm_stream_seed
+
+    keys = [(s, t, m, k) for s in range(2) for t in ("dugongs", "eight_schools") for m in ("syntax", "refinestat")
+            for k in range(3)]
+    assert [lm_stream_seed(0, 0, *key) for key in keys] == [derive_seed(0, "refinestat", "lm", *key) for key in keys]
+    fresh = [lm_stream_seed(0, 1, *key) for key in keys]
+    assert len(set(fresh)) == len(keys) and not set(fresh) & {lm_stream_seed(0, 0, *key) for key in keys}
+    assert fresh != [lm_stream_seed(0, 2, *key) for key in keys]
