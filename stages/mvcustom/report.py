@@ -102,10 +102,14 @@ def reading(results: pd.DataFrame, window: float, n_seeds: int) -> dict[str, Any
 
 def cpu_seconds(folder: Path) -> dict[str, float | None]:
     """CPU seconds of each timed step (user + system of the step and its children, from the stage runner's
-    timing files; None where a timing file predates that field) and their total."""
-    cpu = {step: read_json(folder / f"{step}.json").get("cpu_time_s") for step in TIMED_STEPS}
+    timing files; None where a timing file predates that field), their total and the highest 1-minute load
+    average at a step's end (None unless every step recorded it)."""
+    timings = {step: read_json(folder / f"{step}.json") for step in TIMED_STEPS}
+    cpu = {step: t.get("cpu_time_s") for step, t in timings.items()}
     known = [v for v in cpu.values() if v is not None]
-    return {**cpu, "total": float(sum(known)) if len(known) == len(cpu) else None}
+    loads = [t["load_average_1min"] for t in timings.values() if "load_average_1min" in t]
+    return {**cpu, "total": float(sum(known)) if len(known) == len(cpu) else None,
+            "max_load": max(loads) if len(loads) == len(timings) else None}
 
 
 def arm_rows(results: pd.DataFrame, window: float, n_seeds: int) -> list[dict[str, Any]]:
