@@ -107,6 +107,15 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def threads_in_effect(configured: int) -> int:
+    """Torch's intra-op thread count when the step ends (lowered by ``cap_threads``), else the configured count.
+
+    The timing's ``threads``: CPU seconds over it estimate the step's time alone, which the configured count
+    halves for a step capped to one thread on two."""
+    torch = sys.modules.get("torch")
+    return int(torch.get_num_threads()) if torch is not None else configured
+
+
 def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[str, Any]],
               cfg: C, paths: P, params_path: Path | str, timing: Path | None = None) -> dict[str, Any]:
     """Run one step with threads and seeds applied; on any failure delete its outputs.
@@ -126,7 +135,7 @@ def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[st
         if timing is not None:
             write_json({"paper": paper, "step": step, "profile": glob.profile,
                         "wall_time_s": round(time.perf_counter() - start, 3),
-                        "cpu_time_s": round(cpu_seconds() - cpu_start, 3), "threads": glob.threads,
+                        "cpu_time_s": round(cpu_seconds() - cpu_start, 3), "threads": threads_in_effect(glob.threads),
                         "load_average_1min": round(os.getloadavg()[0], 2)}, timing)
     except BaseException as err:
         left = remove_outputs_reporting(outs)

@@ -48,6 +48,27 @@ def test_success_writes_outputs_and_timing(tmp_path, smoke_params):
     assert t["cpu_time_s"] >= 0 and t["threads"] >= 1 and t["load_average_1min"] >= 0
 
 
+def test_timing_records_the_threads_a_capped_step_ran_with(tmp_path, smoke_params):
+    import torch
+
+    from stages.core.threads import cap_threads
+    from tests.conftest import write_params
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+
+        def capped(cfg, paths, ctx):
+            cap_threads(1)
+            return _succeeds(cfg, paths, ctx)
+
+        timing = tmp_path / "t" / "capped.json"
+        run_stage("toy", "step", capped, None, _paths(tmp_path), write_params(tmp_path, threads=2), timing)
+        assert read_json(timing)["threads"] == 1
+    finally:
+        torch.set_num_threads(before)
+
+
 def test_timing_counts_cpu_seconds_of_the_step_and_its_children(tmp_path, smoke_params):
     import subprocess
 
