@@ -112,6 +112,15 @@ def flops_of(stage: str, workspace: Path) -> dict[str, Any]:
             "flop_per_s": flops / seconds if seconds > 0 else None}
 
 
+def flops_or_error(stage: str, workspace: Path) -> dict[str, Any]:
+    """``flops_of``, or the stage's row with the error that stopped it (one stage does not stop the table)."""
+    try:
+        return flops_of(stage, workspace)
+    except Exception as err:  # reported in the table; the other stages still run
+        return {"stage": stage, "smoke_work_s": None, "flops": None, "flop_per_s": None,
+                "error": f"{type(err).__name__}: {err}"[:200]}
+
+
 def slowest_default_stage(paper: str, committed: Path = ROOT) -> str | None:
     """The paper's stage with the longest committed default-profile work time."""
     best = None
@@ -166,6 +175,9 @@ def markdown(result: dict[str, Any]) -> str:
               "`torch.utils.flop_counter`: matmul, convolution, attention):", "",
               "| stage | smoke work (s) | GFLOP | GFLOP/s | fraction of matmul peak |", "|---|---|---|---|---|"]
     for f in result["slowest_stage_flops"]:
+        if f.get("error"):
+            lines.append(f"| {f['stage']} | - | - | - | failed: {f['error'].replace('|', '/')} |")
+            continue
         rate = f"{f['flop_per_s'] / 1e9:.2f}" if f["flop_per_s"] is not None else "-"
         lines.append(f"| {f['stage']} | {f['smoke_work_s']} | {f['flops'] / 1e9:.3f} | {rate} | "
                      f"{f['fraction_of_peak']} |")
@@ -208,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 stage = slowest_default_stage(paper)
                 if stage is not None:
                     print(f"[bench dag] {stage}", file=sys.stderr)
-                    flops.append(flops_of(stage, workspace))
+                    flops.append(flops_or_error(stage, workspace))
         result = summarise(rows, flops, peak, glob.threads)
     write_json(result, args.out / "dag.json")
     write_text(markdown(result), args.out / "dag.md")

@@ -63,3 +63,16 @@ def test_the_estimate_alone_is_cpu_seconds_over_threads_and_needs_every_stage(tm
     assert result["default_work_total_s"] == pytest.approx(604.0)
     text = markdown(result)
     assert "| alpha | 2 |" in text and "| 201.5 |" in text and "| beta | 2 |" in text and "| - |" in text
+
+
+def test_a_stage_whose_flop_run_fails_is_a_row_with_its_error(tmp_path, monkeypatch):
+    import benchmarks.dag as bench
+
+    def boom(stage, workspace):
+        raise FileNotFoundError("no such input: data/x.parquet")
+
+    monkeypatch.setattr(bench, "flops_of", boom)
+    row = bench.flops_or_error("alpha-train", tmp_path)
+    assert row["flop_per_s"] is None and row["error"] == "FileNotFoundError: no such input: data/x.parquet"
+    result = summarise([], [row], peak=1e10, threads=1)
+    assert "| alpha-train | - | - | - | failed: FileNotFoundError: no such input: data/x.parquet |" in markdown(result)
