@@ -321,7 +321,7 @@ class PositionMask:
             return allows(self.checker, self.text, piece)
         if "\ufffd" in piece:
             return False
-        return not any(self._dead(piece[:k]) for k in range(1, len(piece) + 1))
+        return not any(self._dead(piece[:k]) for k in range(min(1, len(piece)), len(piece) + 1))
 
 
 def sample_statement(src: TokenSource, gen: torch.Generator, budget: Budget, s: Settings, temperature: float,

@@ -292,7 +292,7 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
     plot_reliability(versions, paths.plots / "reliability.png")
     ok = programs[programs.arm.isin(METHODS)]
     examples = {m: next(iter(ok[(ok.arm == m) & ok.runnable].sort_values(["seed_index", "task", "attempt"])
-                             .program), "") for m in METHODS}
+                             [["program", "task", "seed_index"]].itertuples(index=False)), None) for m in METHODS}
     drafts = {m: {"tokens": float(ok[ok.arm == m].tokens.mean()), "resampled": float(ok[ok.arm == m].resampled.mean()),
                   "masked": float(ok[ok.arm == m].masked.mean()),
                   "complete": float((ok[ok.arm == m].n_versions > 0).mean()),
@@ -311,11 +311,16 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  margins.get("run_rate_refinestat_minus_syntax", 0.0))
     p_seed = seed_clears_probability(rep.paper_run_rates, n_per_seed, margin)
     p_seed_pilot = seed_clears_probability(rep.pilot.run_rates, n_per_seed, margin)
-    controls = programs[programs.arm.isin(["expert", "misspecified", "null"])]
-    unscored = controls[controls.runnable & ~np.isfinite(controls.predictive.astype(float))]
-    unscored_rows = [{"task": t, "arm": a, "reliability per seed": ", ".join(f"{int(x)}/7" for x in g.score),
-                      "held-out rebuild error": str(g.error.iloc[0])[:120]}
+    scored_arms = programs[programs.arm.isin(["expert", "misspecified", "null", *METHODS])]
+    unscored = scored_arms[scored_arms.runnable & ~np.isfinite(scored_arms.predictive.astype(float))]
+    unscored_rows = [{"task": t, "arm": a, "reliability of each such program (seed: score)":
+                      ", ".join(f"{int(s_)}: {int(x)}/7" for s_, x in zip(g.seed_index, g.score, strict=True)),
+                      "held-out rebuild error (first)": str(g.error.iloc[0])[:120]}
                      for (t, a), g in unscored.groupby(["task", "arm"])]
+    n_two = 2 * len(tasks)  # the earlier runs' size: 2 attempts per method, task and seed
+    p_all_two = seed_clears_probability(rep.paper_run_rates, n_two, margin) ** n_seeds
+    margin_attempts = math.ceil(margin * n_per_seed - 1e-9)
+    margin_attempts_two = math.ceil(margin * n_two - 1e-9)
     errors = error_kinds(ok[~ok.runnable & (ok.n_versions > 0)])
     wall_min = sum(timings.values()) / 60
     synth_timing = read_json(Path(paths.timings) / "synthesize.json")  # load and CPU: absent in older timings
@@ -331,7 +336,8 @@ def run(cfg: ReportStepInputs, paths: Paths, ctx: StageContext) -> dict[str, Any
                  gp=rep.generator_pilot,
                  generator=Path(PATHS["lm"]).name, n_methods=len(METHODS), n_per_seed=n_per_seed, margin=margin,
                  p_seed=p_seed, p_all=p_seed ** n_seeds, p_seed_pilot=p_seed_pilot,
-                 p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows,
+                 p_all_pilot=p_seed_pilot ** n_seeds, unscored_rows=unscored_rows, p_all_two=p_all_two,
+                 margin_attempts=margin_attempts, margin_attempts_two=margin_attempts_two,
                  p_seed_double=seed_clears_probability(rep.paper_run_rates, 2 * n_per_seed, margin),
                  null_share_max=max([x for x in per_seed["null_within_tolerance_fraction"]
                                      if x is not None and np.isfinite(x)], default=0.0),

@@ -115,6 +115,8 @@ class _More(Exception):
 
 def number_range(text: str) -> tuple[float, float]:
     """Infimum and supremum of the numbers whose literal starts with ``text`` (a prefix of -?(0|[1-9]d*)(.d+)?)."""
+    if text == "":
+        return -math.inf, math.inf  # the literal may still start with "-"
     neg = text.startswith("-")
     body = text[1:] if neg else text
     if body == "":

@@ -81,7 +81,7 @@ def test_newline_and_end_of_text_only_after_a_complete_statement():
     assert not allows(checker, 'a = pm.Normal("a"', EOS_TEXT)
 
 
-PIECES = ([*"abxyz019_ .,=()\"+-*/", "si", "sigma", " sigma", "=0", "=0.5", "=-1", ", ", '", ', "pm", "pm.",
+PIECES = ([*"abxyz019_ .,=()\"+-*/", "", "=-", "si", "sigma", " sigma", "=0", "=0.5", "=-1", ", ", '", ', "pm", "pm.",
            ".Normal", "Normal(", "Nromal", "observed", "=y", "=x", ")", "))", "**", " * ", "exp", "len(", "shape",
            ")\n", "\n", "\n    ", EOS_TEXT, "\ufffd", "a\ufffd", "#", " #", "[", "mu", "mu=", "alpha", "beta", "tau"])
 
@@ -93,7 +93,7 @@ def test_position_mask_agrees_with_the_checker_and_parses_each_prefix_once(seman
     for task in TASKS.values():
         ctx = task_context(dict(task.variables), task.observed, semantic=semantic)
         checker = lambda text, ctx=ctx: check_prefix(text, ctx)  # noqa: E731
-        for line in task.expert[:2]:
+        for line in task.expert:
             for cut in range(0, len(line) + 1, 3):
                 text, mask = line[:cut], PositionMask(checker, line[:cut])
                 assert [mask(p) for p in PIECES] == [allows(checker, text, p) for p in PIECES], (task.name, text)
@@ -201,3 +201,14 @@ def test_sampling_round_zero_keeps_the_first_streams_and_another_round_draws_fre
     fresh = [lm_stream_seed(0, 1, *key) for key in keys]
     assert len(set(fresh)) == len(keys) and not set(fresh) & {lm_stream_seed(0, 0, *key) for key in keys}
     assert fresh != [lm_stream_seed(0, 2, *key) for key in keys]
+
+
+def test_an_empty_number_literal_can_still_become_negative():
+    """Prefix-closure at a bound: after a negative upper bound, 'lower=' must stay open because 'lower=-5' is valid
+    (the memoised mask relies on it)."""
+    ctx = task_context({"y": "real"}, "y", semantic=True)
+    checker = lambda text: check_prefix(text, ctx)  # noqa: E731
+    text = 'x = pm.Uniform("x", upper=-3, lower'
+    assert checker(text + "=").status == "open" and checker(text + "=-").status == "open"
+    assert checker(text + "=-5)").status == "complete" and checker(text + "=0").status == "dead"
+    assert PositionMask(checker, text)("=-") == allows(checker, text, "=-") is True

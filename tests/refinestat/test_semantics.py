@@ -131,7 +131,7 @@ def test_declare_records_the_kind_of_each_statement():
 
 
 def test_number_range_hand_values():
-    assert number_range("") == (0.0, math.inf)
+    assert number_range("") == (-math.inf, math.inf)  # the literal may still start with "-"
     assert number_range("0") == (0.0, 1.0)
     assert number_range("12") == (12.0, math.inf)
     assert number_range("1.2") == pytest.approx((1.2, 1.3))
