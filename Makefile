@@ -62,6 +62,7 @@ bench: $(STAMP)
 	python -m benchmarks.sci2pol
 	python -m benchmarks.threads
 	python -m benchmarks.contention
+	python -m benchmarks.stage_contention
 	python -m benchmarks.orchestration
 	python -m benchmarks.reliability
 	python -m benchmarks.stability

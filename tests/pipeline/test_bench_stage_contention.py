@@ -1,0 +1,45 @@
+"""benchmarks/stage_contention.py: per-stage slowdowns, the cost alone against libgomp's default, target counts."""
+
+import pytest
+
+from benchmarks.stage_contention import BASE, ROOT, markdown, summarise, time_stage
+
+SPIN = "GOMP_SPINCOUNT=10000"
+
+
+def _cond(idle: list[float], busy: list[float]) -> dict[str, list[float]]:
+    return {"idle": idle, "busy": busy}
+
+
+def test_slowdowns_costs_and_targets_by_hand():
+    runs = {"a-train": {BASE: _cond([10, 12, 11], [40, 100, 44]), SPIN: _cond([11.0], [25.0])},
+            "b-eval": {BASE: _cond([2.0], [5.0]), SPIN: _cond([2.4], [4.0])},
+            "c-tiny": {BASE: _cond([0.2], [2.0]), SPIN: _cond([0.2], [0.5])}}
+    s = summarise(runs)
+    a = s["stages"]["a-train"]
+    assert a[BASE]["idle"] == 11 and a[BASE]["busy"] == 44 and a[BASE]["slowdown"] == pytest.approx(4.0)
+    assert a[BASE]["idle_vs_default"] == 1.0 and a[BASE]["busy_all"] == [40, 100, 44]
+    assert a[SPIN]["slowdown"] == pytest.approx(25 / 11) and a[SPIN]["idle_vs_default"] == pytest.approx(1.0)
+    assert s["stages"]["b-eval"][SPIN]["idle_vs_default"] == pytest.approx(1.2)
+    assert not s["stages"]["c-tiny"][SPIN]["counted"]  # 0.2 s alone: listed, not counted
+    base, spin = s["settings"][BASE], s["settings"][SPIN]
+    assert base["stages"] == spin["stages"] == 2
+    assert base["within_slowdown_target"] == 1 and base["max_slowdown"] == pytest.approx(4.0)  # 4.0× and 2.5×
+    assert spin["within_slowdown_target"] == 2  # 2.27× and 1.67×
+    assert spin["within_idle_target"] == 1  # 1.0 holds, 1.2 loses 20% alone
+    assert spin["total_idle_s"] == pytest.approx(13.4) and spin["total_busy_s"] == pytest.approx(29.0)
+
+
+def test_markdown_has_a_summary_row_per_setting_and_a_row_per_stage_setting_and_error():
+    runs = {"a-train": {BASE: _cond([10.0], [40.0]), SPIN: _cond([10.0], [20.0])}}
+    md = markdown(summarise(runs), {"load_average_1min": 0.3}, 2, 1, {"b-eval": "InputError: missing"})
+    lines = md.splitlines()
+    assert sum(line.startswith(f"| {BASE} |") for line in lines) == 1
+    assert sum(line.startswith("| a-train |") for line in lines) == 2
+    assert any("4.0×" in line for line in lines) and any("2.0×" in line for line in lines)
+    assert any(line.startswith("| b-eval | error | InputError: missing") for line in lines)
+
+
+def test_a_stage_that_fails_raises_with_its_last_error_line():
+    with pytest.raises(RuntimeError, match="no step makes stage 'nopaper-nostep'"):
+        time_stage("nopaper-nostep", ROOT, {})
