@@ -1,0 +1,52 @@
+"""benchmarks/timings_gap.py: a rerun's stage timings against the committed ones."""
+
+import json
+import subprocess
+
+import pytest
+
+from benchmarks.timings_gap import gap_rows, markdown
+
+
+def _timing(path, **fields):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(fields))
+
+
+def _repo(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    t = tmp_path / "reports" / "p" / "timings"
+    _timing(t / "train.json", paper="p", profile="default", step="train", wall_time_s=100.0, cpu_time_s=180.0,
+            threads=2, load_average_1min=1.0)
+    _timing(t / "data.json", paper="p", profile="default", step="data", wall_time_s=5.0)
+    _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=7.0)
+    subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"], cwd=tmp_path,
+                   check=True)
+    return t
+
+
+def test_only_changed_timings_are_rows_with_ratios_of_wall_and_cpu(tmp_path):
+    t = _repo(tmp_path)
+    assert gap_rows(tmp_path) == []  # nothing rerun: no row
+    _timing(t / "train.json", paper="p", profile="default", step="train", wall_time_s=300.0, cpu_time_s=200.0,
+            threads=2, load_average_1min=4.5)
+    _timing(t / "data.json", paper="p", profile="smoke", step="data", wall_time_s=0.5)
+    rows = {r["stage"]: r for r in gap_rows(tmp_path)}
+    assert set(rows) == {"p-train", "p-data"}  # eval unchanged
+    train = rows["p-train"]
+    assert train["comparable"] and train["wall_ratio"] == pytest.approx(3.0)
+    assert train["cpu_ratio"] == pytest.approx(200 / 180) and train["alone_estimate_s"] == pytest.approx(100.0)
+    assert train["committed_alone_estimate_s"] == pytest.approx(90.0)
+    assert not rows["p-data"]["comparable"]  # a smoke timing is not compared with a default one
+    md = markdown(list(rows.values()), "HEAD")
+    assert "| p-train | default | 100.0 | 300.0 | 3.00 |" in md and "p-data (smoke)" in md
+
+
+def test_a_timing_without_cpu_fields_compares_wall_only(tmp_path):
+    t = _repo(tmp_path)
+    _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=14.0, cpu_time_s=20.0,
+            threads=1, load_average_1min=0.5)
+    (row,) = gap_rows(tmp_path)
+    assert row["wall_ratio"] == pytest.approx(2.0) and row["cpu_ratio"] is None
+    assert row["committed_alone_estimate_s"] is None and row["alone_estimate_s"] == pytest.approx(20.0)
