@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from benchmarks.dag import markdown, slowest_default_stage, startup_table, summarise
+from benchmarks.dag import (
+    LOW_SHARE_REASONS,
+    LOW_SHARE_TARGET,
+    ROOT,
+    markdown,
+    slowest_default_stage,
+    startup_table,
+    summarise,
+)
 
 
 def _timing(root, paper, step, seconds, profile, **extra):
@@ -35,7 +43,7 @@ def test_startup_is_the_command_time_minus_the_work_and_its_share_uses_the_defau
                                          "default_alone_estimate_s": None}
     assert result["slowest_stage_flops"][0]["fraction_of_peak"] == pytest.approx(0.2)
     text = markdown(result)
-    assert "| alpha | 2 | 9.0 | 96.0 |" in text and "| alpha-train | 2.0 | 4.000 | 2.00 | 0.2 |" in text
+    assert "| alpha | 2 | 9.0 | 96.0 |" in text and "| alpha-train | 2.0 | 4.000 | 2.00 | 0.2 |  |" in text
 
 
 def test_the_slowest_stage_is_chosen_from_default_timings_only(tmp_path):
@@ -76,3 +84,20 @@ def test_a_stage_whose_flop_run_fails_is_a_row_with_its_error(tmp_path, monkeypa
     assert row["flop_per_s"] is None and row["error"] == "FileNotFoundError: no such input: data/x.parquet"
     result = summarise([], [row], peak=1e10, threads=1)
     assert "| alpha-train | - | - | - | failed: FileNotFoundError: no such input: data/x.parquet |" in markdown(result)
+
+
+def test_a_stage_below_the_share_target_without_a_reason_is_marked_in_the_table(tmp_path):
+    result = summarise([], [{"stage": "alpha-train", "smoke_work_s": 1.0, "flops": 1e8, "flop_per_s": 1e8},
+                            {"stage": "denots-train", "smoke_work_s": 1.0, "flops": 1e8, "flop_per_s": 1e8}],
+                       peak=1e10, threads=1)
+    text = markdown(result)
+    assert "| alpha-train | 1.0 | 0.100 | 0.10 | 0.01 | NOT STATED |" in text
+    assert f"| {LOW_SHARE_REASONS['denots-train']} |" in text
+
+
+def test_every_committed_slowest_stage_below_the_target_has_a_stated_reason():
+    committed = json.loads((ROOT / "reports" / "bench" / "dag.json").read_text())
+    low = [f["stage"] for f in committed["slowest_stage_flops"]
+           if f.get("fraction_of_peak") is not None and f["fraction_of_peak"] < LOW_SHARE_TARGET]
+    assert low, "the committed table has stages below the target; this check would be empty otherwise"
+    assert [s for s in low if s not in LOW_SHARE_REASONS] == []
