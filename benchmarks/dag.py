@@ -112,9 +112,10 @@ def matmul_peak(n: int = 1024, repeats: int = 20) -> float:
     return 2 * n**3 / best
 
 
-def run_redirected(stage: str, workspace: Path, folder: Path) -> float:
-    """Run one stage in-process on the workspace's inputs with its outputs under ``folder``; its seconds."""
-    params = workspace / "params.yaml"
+def run_redirected(stage: str, workspace: Path, folder: Path, params: Path | None = None) -> float:
+    """Run one stage in-process on the workspace's inputs with its outputs under ``folder``; its seconds.
+    ``params``: a global params file beside the workspace's own (default: its params.yaml)."""
+    params = params or workspace / "params.yaml"
     entry = dag.find_step(stage, params)
     base = dag.step_paths(entry, workspace)
     overrides = {f.name: folder / f.name / getattr(base, f.name).name

@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from benchmarks.common import machine_info
 from benchmarks.contention import beside_busy
 from benchmarks.dag import run_smoke, slowest_default_stage
@@ -44,14 +46,18 @@ TARGET_IDLE_COST = 1.10
 MIN_ALONE_S = 1.0
 CHILD = ("import json, sys, tempfile; from pathlib import Path; from benchmarks.dag import run_redirected\n"
          "with tempfile.TemporaryDirectory() as d:\n"
-         "    print(json.dumps(run_redirected(sys.argv[1], Path(sys.argv[2]), Path(d))))")
+         "    params = Path(sys.argv[3]) if len(sys.argv) > 3 else None\n"
+         "    print(json.dumps(run_redirected(sys.argv[1], Path(sys.argv[2]), Path(d), params)))")
+PARAMS_NAME = ".stage-contention-params.yaml"
 
 
-def time_stage(stage: str, workspace: Path, extra_env: dict[str, str]) -> float:
-    """Seconds of the stage's own work in a fresh interpreter (cwd = the workspace) with ``extra_env``."""
+def time_stage(stage: str, workspace: Path, extra_env: dict[str, str], params: Path | None = None) -> float:
+    """Seconds of the stage's own work in a fresh interpreter (cwd = the workspace) with ``extra_env``;
+    ``params``: a global params file in the workspace's root to use instead of its params.yaml."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
-    res = subprocess.run([sys.executable, "-c", CHILD, stage, str(workspace)], cwd=workspace,
-                         env={**env, **extra_env}, capture_output=True, text=True, timeout=3600)
+    argv = [sys.executable, "-c", CHILD, stage, str(workspace), *([str(params)] if params else [])]
+    res = subprocess.run(argv, cwd=workspace, env={**env, **extra_env}, capture_output=True, text=True,
+                         timeout=3600)
     if res.returncode != 0:
         raise RuntimeError((res.stderr.strip().splitlines() or ["no output"])[-1][:200])
     return float(json.loads(res.stdout.strip().splitlines()[-1]))
@@ -87,9 +93,11 @@ def summarise(runs: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, A
     return {"stages": stages, "settings": settings}
 
 
-def markdown(summary: dict[str, Any], info: dict, n_busy: int, repeats: int, errors: dict[str, str]) -> str:
+def markdown(summary: dict[str, Any], info: dict, n_busy: int, repeats: int, errors: dict[str, str],
+             threads: int = 2) -> str:
     lines = ["# The slowest stage of each paper under contention", "",
-             f"Smoke profile, the params' threads; medians of {repeats} fresh-interpreter run(s) alone and beside "
+             f"Smoke profile, {threads} torch thread(s) per stage (a step's own `max_threads` cap still applies); "
+             f"medians of {repeats} fresh-interpreter run(s) alone and beside "
              f"{n_busy} busy processes (load at the start {info['load_average_1min']}). Fair sharing would slow "
              f"a stage about 2×; the targets are ≤ {TARGET_SLOWDOWN:g}× beside busy work and ≤ "
              f"{100 * (TARGET_IDLE_COST - 1):.0f}% lost alone. Stages under {MIN_ALONE_S:g} s alone are shown "
@@ -117,41 +125,60 @@ def markdown(summary: dict[str, Any], info: dict, n_busy: int, repeats: int, err
     return "\n".join(lines) + "\n"
 
 
+def params_with_threads(workspace: Path, threads: int) -> Path:
+    """The workspace's global params with ``threads`` set, written beside its params.yaml (so that the papers'
+    params/<paper>.yaml files resolve as usual); the caller removes it."""
+    params = yaml.safe_load((workspace / "params.yaml").read_text())
+    params["threads"] = threads
+    path = workspace / PARAMS_NAME
+    path.write_text(yaml.safe_dump(params, sort_keys=False, allow_unicode=True))
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workspace", type=Path, help="a smoke workspace whose DAG has run")
     ap.add_argument("--busy", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--papers", nargs="*", help="only these papers (default: all)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="torch threads of every stage (default: the repository's params.yaml; a smoke workspace "
+                         "built by the tests runs at 1, where OpenMP never waits for a peer)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "stage_contention.json")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         workspace = args.workspace.resolve() if args.workspace else run_smoke(Path(tmp) / "ws")[0]
         info = machine_info()
+        threads = args.threads or load_global(ROOT / "params.yaml").threads
         papers = args.papers or load_global(workspace / "params.yaml").papers
         runs: dict[str, dict[str, dict[str, list[float]]]] = {}
         errors: dict[str, str] = {}
-        for paper in papers:
-            stage = slowest_default_stage(paper)
-            if stage is None:
-                continue
-            try:
-                runs[stage] = {name: {"idle": [], "busy": []} for name in SETTINGS}
-                for _ in range(args.repeats):
-                    for name, env in SETTINGS.items():
-                        runs[stage][name]["idle"].append(time_stage(stage, workspace, env))
-                        runs[stage][name]["busy"].append(
-                            beside_busy(args.busy, lambda s=stage, e=env: time_stage(s, workspace, e)))
-            except RuntimeError as err:  # one failing stage is a row with its error; the others still run
-                errors[stage] = str(err)
-                runs.pop(stage, None)
-            print(f"[bench stage_contention] {stage} {json.dumps(runs.get(stage, errors.get(stage)))}",
-                  file=sys.stderr, flush=True)
+        params = params_with_threads(workspace, threads)
+        try:
+            for paper in papers:
+                stage = slowest_default_stage(paper)
+                if stage is None:
+                    continue
+                try:
+                    runs[stage] = {name: {"idle": [], "busy": []} for name in SETTINGS}
+                    for _ in range(args.repeats):
+                        for name, env in SETTINGS.items():
+                            runs[stage][name]["idle"].append(time_stage(stage, workspace, env, params))
+                            runs[stage][name]["busy"].append(
+                                beside_busy(args.busy, lambda s=stage, e=env: time_stage(s, workspace, e, params)))
+                except RuntimeError as err:  # one failing stage is a row with its error; the others still run
+                    errors[stage] = str(err)
+                    runs.pop(stage, None)
+                print(f"[bench stage_contention] {stage} {json.dumps(runs.get(stage, errors.get(stage)))}",
+                      file=sys.stderr, flush=True)
+        finally:
+            params.unlink(missing_ok=True)
     summary = summarise(runs)
-    write_json({"machine": info, "busy": args.busy, "repeats": args.repeats, "settings": SETTINGS, "runs": runs,
-                "errors": errors, "summary": summary}, args.out)
-    write_text(markdown(summary, info, args.busy, args.repeats, errors), args.out.with_suffix(".md"))
-    print(markdown(summary, info, args.busy, args.repeats, errors))
+    md = markdown(summary, info, args.busy, args.repeats, errors, threads)
+    write_json({"machine": info, "busy": args.busy, "repeats": args.repeats, "threads": threads,
+                "settings": SETTINGS, "runs": runs, "errors": errors, "summary": summary}, args.out)
+    write_text(md, args.out.with_suffix(".md"))
+    print(md)
     return 0
 
 

@@ -43,3 +43,15 @@ def test_markdown_has_a_summary_row_per_setting_and_a_row_per_stage_setting_and_
 def test_a_stage_that_fails_raises_with_its_last_error_line():
     with pytest.raises(RuntimeError, match="no step makes stage 'nopaper-nostep'"):
         time_stage("nopaper-nostep", ROOT, {})
+
+
+def test_the_threads_override_is_a_params_file_beside_the_workspaces_own(tmp_path):
+    import yaml
+
+    from benchmarks.stage_contention import params_with_threads
+
+    (tmp_path / "params.yaml").write_text("seed: 0\nprofile: smoke\nthreads: 1\npapers: [a, b]\n")
+    path = params_with_threads(tmp_path, 2)
+    assert path.parent == tmp_path and path.name != "params.yaml"  # params/<paper>.yaml resolve from the root
+    assert yaml.safe_load(path.read_text()) == {"seed": 0, "profile": "smoke", "threads": 2, "papers": ["a", "b"]}
+    assert yaml.safe_load((tmp_path / "params.yaml").read_text())["threads"] == 1  # the workspace's own untouched
