@@ -33,6 +33,8 @@ SETTINGS: dict[str, dict[str, str]] = {
     "OMP_WAIT_POLICY=PASSIVE": {"OMP_WAIT_POLICY": "PASSIVE"},
 }
 T = TypeVar("T")
+# spins in pure Python while its parent (the pid it is given) lives, so a killed benchmark leaves no busy process
+BUSY = "import os, sys\nparent = int(sys.argv[1])\nwhile os.getppid() == parent:\n    pass"
 MEASURES = ("purrception_step_ms", "matmul64_us", "smollm2_forward_160_ms")
 
 
@@ -46,7 +48,7 @@ def probe(extra_env: dict[str, str], threads: int, model: Path) -> dict[str, flo
 
 def beside_busy(n_busy: int, fn: Callable[[], T]) -> T:
     """Run ``fn()`` while ``n_busy`` pure-Python spinning processes compete for the cores."""
-    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n_busy)]
+    hogs = [subprocess.Popen([sys.executable, "-c", BUSY, str(os.getpid())]) for _ in range(n_busy)]
     try:
         return fn()
     finally:

@@ -27,3 +27,25 @@ def test_markdown_has_one_row_per_setting_and_measure():
     md = markdown(summarise(runs), {"load_average_1min": 0.5}, n_busy=2, repeats=3)
     rows = [line for line in md.splitlines() if line.startswith("| ") and "purrception" in line]
     assert len(rows) == 2 and "2.0×" in rows[0] and "1.5×" in rows[1]
+
+
+def test_a_busy_process_exits_once_its_parent_is_gone():
+    # a killed benchmark must not leave processes spinning on the cores (they would skew every later measurement)
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    from benchmarks.contention import BUSY
+
+    def running(pid: int) -> bool:
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+    code = (f"import os, subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {BUSY!r}, str(os.getpid())], "
+            "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)")
+    pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+    deadline = time.monotonic() + 20
+    while running(pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not running(pid)
