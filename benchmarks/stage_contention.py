@@ -48,27 +48,55 @@ MIN_ALONE_S = 1.0
 CHILD = ("import json, sys, tempfile; from pathlib import Path; from benchmarks.dag import run_redirected\n"
          "with tempfile.TemporaryDirectory() as d:\n"
          "    params = Path(sys.argv[3]) if len(sys.argv) > 3 else None\n"
-         "    print(json.dumps(run_redirected(sys.argv[1], Path(sys.argv[2]), Path(d), params)))")
+         "    seconds = run_redirected(sys.argv[1], Path(sys.argv[2]), Path(d), params)\n"
+         "import torch\n"
+         "print(json.dumps({'seconds': seconds, 'threads': torch.get_num_threads()}))")
 PARAMS_NAME = ".stage-contention-params.yaml"
 
 
-def time_stage(stage: str, workspace: Path, extra_env: dict[str, str], params: Path | None = None) -> float:
-    """Seconds of the stage's own work in a fresh interpreter (cwd = the workspace) with ``extra_env``;
-    ``params``: a global params file in the workspace's root to use instead of its params.yaml."""
+def time_stage(stage: str, workspace: Path, extra_env: dict[str, str],
+               params: Path | None = None) -> tuple[float, int]:
+    """Seconds of the stage's own work in a fresh interpreter (cwd = the workspace) with ``extra_env``, and torch's
+    threads when it ended (a step's ``max_threads`` cap shows here); ``params``: a global params file in the
+    workspace's root to use instead of its params.yaml."""
     env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
     argv = [sys.executable, "-c", CHILD, stage, str(workspace), *([str(params)] if params else [])]
     res = subprocess.run(argv, cwd=workspace, env={**env, **extra_env}, capture_output=True, text=True,
                          timeout=3600)
     if res.returncode != 0:
         raise RuntimeError((res.stderr.strip().splitlines() or ["no output"])[-1][:200])
-    return float(json.loads(res.stdout.strip().splitlines()[-1]))
+    out = json.loads(res.stdout.strip().splitlines()[-1])
+    return float(out["seconds"]), int(out["threads"])
 
 
-def summarise(runs: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, Any]:
+def setting_order(repeat: int) -> list[str]:
+    """The settings in the order of one repeat: forward on even repeats, reversed on odd ones (ABBA), so that a drift
+    of the machine over the run does not read as the cost of the setting that always came second."""
+    names = list(SETTINGS)
+    return names if repeat % 2 == 0 else names[::-1]
+
+
+def not_counted_because(per: dict[str, dict[str, list[float]]], threads: int) -> str:
+    """Why a stage's ratios are not counted toward the targets ('' if they are)."""
+    if threads <= 1:
+        return "runs at 1 thread (a max_threads cap): OpenMP waits for no peer, so the setting cannot matter"
+    if not per.get(BASE, {}).get("idle") or statistics.median(per[BASE]["idle"]) < MIN_ALONE_S:
+        return f"under {MIN_ALONE_S:g} s alone: timed too coarsely for a ratio"
+    return ""
+
+
+def summarise(runs: dict[str, dict[str, dict[str, list[float]]]],
+              threads: dict[str, int] | None = None) -> dict[str, Any]:
     """Per stage and setting: median alone and beside busy, slowdown, cost alone against libgomp's default;
-    per setting: how many stages meet each target (stages under ``MIN_ALONE_S`` alone are listed, not counted)."""
+    per setting: how many counted stages meet each target. Whether a stage counts is decided once per stage
+    (``not_counted_because``), so every setting's summary covers the same stages."""
+    threads = threads or {}
     stages: dict[str, dict[str, dict[str, Any]]] = {}
+    excluded: dict[str, str] = {}
     for stage, per in runs.items():
+        why = not_counted_because(per, threads.get(stage, 2))
+        if why:
+            excluded[stage] = why
         stages[stage] = {}
         for name, cond in per.items():
             if not cond["idle"] or not cond["busy"]:
@@ -77,10 +105,11 @@ def summarise(runs: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, A
             base = statistics.median(per[BASE]["idle"]) if per.get(BASE, {}).get("idle") else None
             stages[stage][name] = {"idle": idle, "busy": busy, "slowdown": busy / idle,
                                    "idle_vs_default": idle / base if base else None,
-                                   "busy_all": list(cond["busy"]), "counted": idle >= MIN_ALONE_S}
+                                   "idle_all": list(cond["idle"]), "busy_all": list(cond["busy"]),
+                                   "counted": not why}
     settings: dict[str, dict[str, Any]] = {}
     for name in SETTINGS:
-        rows = [per[name] for per in stages.values() if name in per and per[name]["counted"]]
+        rows = [per[name] for stage, per in stages.items() if name in per and stage not in excluded]
         if not rows:
             continue
         costs = [r["idle_vs_default"] for r in rows if r["idle_vs_default"] is not None]
@@ -91,38 +120,42 @@ def summarise(runs: dict[str, dict[str, dict[str, list[float]]]]) -> dict[str, A
                           "within_idle_target": sum(c <= TARGET_IDLE_COST for c in costs),
                           "median_idle_vs_default": statistics.median(costs) if costs else None,
                           "total_idle_s": sum(r["idle"] for r in rows), "total_busy_s": sum(r["busy"] for r in rows)}
-    return {"stages": stages, "settings": settings}
+    return {"stages": stages, "settings": settings, "threads": threads, "not_counted": excluded}
 
 
 def markdown(summary: dict[str, Any], info: dict, n_busy: int, repeats: int, errors: dict[str, str],
              threads: int = 2) -> str:
+    slow, cost = f"{TARGET_SLOWDOWN:g}×", f"{100 * (TARGET_IDLE_COST - 1):.0f}%"
     lines = ["# The slowest stage of each paper under contention", "",
-             f"Smoke profile, {threads} torch thread(s) per stage (a step's own `max_threads` cap still applies); "
-             f"medians of {repeats} fresh-interpreter run(s) alone and beside "
-             f"{n_busy} busy processes (load at the start {info['load_average_1min']}). Fair sharing would slow "
-             f"a stage about 2×; the targets are ≤ {TARGET_SLOWDOWN:g}× beside busy work and ≤ "
-             f"{100 * (TARGET_IDLE_COST - 1):.0f}% lost alone. Stages under {MIN_ALONE_S:g} s alone are shown "
-             "but not counted.", "",
-             "| setting | stages counted | ≤ 3× beside busy | median slowdown | worst | ≤ 10% lost alone | "
+             f"Smoke profile, {threads} torch thread(s) per stage unless the step caps them (the threads column); "
+             f"medians of {repeats} fresh-interpreter run(s) per setting alone and beside {n_busy} busy processes, "
+             "the settings' order alternating between repeats, after one unmeasured warm-up run (load at the start "
+             f"{info['load_average_1min']}). Fair sharing would slow a stage about 2×; the targets are ≤ {slow} "
+             f"beside busy work and ≤ {cost} lost alone.", "",
+             f"| setting | stages counted | ≤ {slow} beside busy | median slowdown | worst | ≤ {cost} lost alone | "
              "median alone vs default | sum alone (s) | sum beside busy (s) |",
              "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name, s in summary["settings"].items():
-        cost = "-" if s["median_idle_vs_default"] is None else f"{s['median_idle_vs_default']:.2f}"
+        c = "-" if s["median_idle_vs_default"] is None else f"{s['median_idle_vs_default']:.2f}"
         lines.append(f"| {name} | {s['stages']} | {s['within_slowdown_target']} | {s['median_slowdown']:.1f}× | "
-                     f"{s['max_slowdown']:.1f}× | {s['within_idle_target']} | {cost} | {s['total_idle_s']:.1f} | "
+                     f"{s['max_slowdown']:.1f}× | {s['within_idle_target']} | {c} | {s['total_idle_s']:.1f} | "
                      f"{s['total_busy_s']:.1f} |")
     lines += ["",
-              "| stage | setting | alone (s) | beside busy (s) | slowdown | alone vs default | every busy run (s) |",
-              "|---|---|---:|---:|---:|---:|---|"]
+              "| stage | threads | setting | alone (s) | beside busy (s) | slowdown | alone vs default "
+              "| every run alone (s) | every run beside busy (s) |",
+              "|---|---:|---|---:|---:|---:|---:|---|---|"]
     for stage, per in summary["stages"].items():
         for name, v in per.items():
-            cost = "-" if v["idle_vs_default"] is None else f"{v['idle_vs_default']:.2f}"
+            c = "-" if v["idle_vs_default"] is None else f"{v['idle_vs_default']:.2f}"
             mark = "" if v["counted"] else " (not counted)"
-            runs = ", ".join(f"{x:.2f}" for x in v["busy_all"])
-            lines.append(f"| {stage}{mark} | {name} | {v['idle']:.2f} | {v['busy']:.2f} | {v['slowdown']:.1f}× | "
-                         f"{cost} | {runs} |")
+            lines.append(f"| {stage}{mark} | {summary.get('threads', {}).get(stage, '-')} | {name} | {v['idle']:.2f} | "
+                         f"{v['busy']:.2f} | {v['slowdown']:.1f}× | {c} | "
+                         f"{', '.join(f'{x:.2f}' for x in v['idle_all'])} | "
+                         f"{', '.join(f'{x:.2f}' for x in v['busy_all'])} |")
     for stage, err in errors.items():
-        lines.append(f"| {stage} | error | {err} | | | | |")
+        lines.append(f"| {stage} | - | error | {err.replace('|', '/')} | | | | | |")
+    if summary.get("not_counted"):
+        lines += ["", "Not counted: " + "; ".join(f"{s} ({why})" for s, why in summary["not_counted"].items()) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -140,20 +173,31 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workspace", type=Path, help="a smoke workspace whose DAG has run")
     ap.add_argument("--busy", type=int, default=2)
-    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--repeats", type=int, default=2, help="runs per setting and condition (order alternates)")
     ap.add_argument("--papers", nargs="*", help="only these papers (default: all)")
     ap.add_argument("--threads", type=int, default=None,
                     help="torch threads of every stage (default: the repository's params.yaml; a smoke workspace "
                          "built by the tests runs at 1, where OpenMP never waits for a peer)")
     ap.add_argument("--out", type=Path, default=ROOT / "reports" / "bench" / "stage_contention.json")
     args = ap.parse_args(argv)
+    if args.threads is not None and args.threads < 1:
+        ap.error("--threads must be at least 1")
     with tempfile.TemporaryDirectory() as tmp:
         workspace = args.workspace.resolve() if args.workspace else run_smoke(Path(tmp) / "ws")[0]
         info = machine_info()
-        threads = args.threads or load_global(ROOT / "params.yaml").threads
+        threads = args.threads if args.threads is not None else load_global(ROOT / "params.yaml").threads
         papers = args.papers or load_global(workspace / "params.yaml").papers
         runs: dict[str, dict[str, dict[str, list[float]]]] = {}
+        stage_threads: dict[str, int] = {}
         errors: dict[str, str] = {}
+
+        def write() -> None:  # after every stage: a run that stops later keeps what it measured
+            summary = summarise(runs, stage_threads)
+            write_json({"machine": info, "busy": args.busy, "repeats": args.repeats, "threads": threads,
+                        "settings": SETTINGS, "runs": runs, "stage_threads": stage_threads, "errors": errors,
+                        "summary": summary}, args.out)
+            write_text(markdown(summary, info, args.busy, args.repeats, errors, threads), args.out.with_suffix(".md"))
+
         params = params_with_threads(workspace, threads)
         try:
             for paper in papers:
@@ -161,26 +205,24 @@ def main(argv: list[str] | None = None) -> int:
                 if stage is None:
                     continue
                 try:
-                    runs[stage] = {name: {"idle": [], "busy": []} for name in SETTINGS}
-                    time_stage(stage, workspace, SETTINGS[BASE], params)  # warm-up: file cache, compiled caches
-                    for _ in range(args.repeats):
-                        for name, env in SETTINGS.items():
-                            runs[stage][name]["idle"].append(time_stage(stage, workspace, env, params))
-                            runs[stage][name]["busy"].append(
-                                beside_busy(args.busy, lambda s=stage, e=env: time_stage(s, workspace, e, params)))
-                except RuntimeError as err:  # one failing stage is a row with its error; the others still run
-                    errors[stage] = str(err)
-                    runs.pop(stage, None)
+                    per: dict[str, dict[str, list[float]]] = {name: {"idle": [], "busy": []} for name in SETTINGS}
+                    _, used = time_stage(stage, workspace, SETTINGS[BASE], params)  # warm-up: caches
+                    for r in range(args.repeats):
+                        for name in setting_order(r):
+                            env = SETTINGS[name]
+                            per[name]["idle"].append(time_stage(stage, workspace, env, params)[0])
+                            per[name]["busy"].append(beside_busy(
+                                args.busy, lambda s=stage, e=env: time_stage(s, workspace, e, params))[0])
+                    runs[stage], stage_threads[stage] = per, used
+                except Exception as err:  # one failing stage is a row with its error; the others still run
+                    errors[stage] = f"{type(err).__name__}: {err}"[:200]
                 print(f"[bench stage_contention] {stage} {json.dumps(runs.get(stage, errors.get(stage)))}",
                       file=sys.stderr, flush=True)
+                write()
         finally:
             params.unlink(missing_ok=True)
-    summary = summarise(runs)
-    md = markdown(summary, info, args.busy, args.repeats, errors, threads)
-    write_json({"machine": info, "busy": args.busy, "repeats": args.repeats, "threads": threads,
-                "settings": SETTINGS, "runs": runs, "errors": errors, "summary": summary}, args.out)
-    write_text(md, args.out.with_suffix(".md"))
-    print(md)
+    write()
+    print(args.out.with_suffix(".md").read_text())
     return 0
 
 

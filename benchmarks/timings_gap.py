@@ -33,8 +33,17 @@ def alone_estimate(t: dict[str, Any]) -> float | None:
     return t["cpu_time_s"] / t["threads"] if "cpu_time_s" in t and t.get("threads") else None
 
 
+def check_rev(repo: Path, rev: str) -> None:
+    """Refuse a revision that is not a commit of ``repo`` (else every timing would read as never committed)."""
+    res = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"], cwd=repo,
+                         capture_output=True, text=True)
+    if res.returncode != 0:
+        raise ValueError(f"{rev!r} is not a commit of the git repository at {repo}")
+
+
 def gap_rows(repo: Path, rev: str = "HEAD") -> list[dict[str, Any]]:
     """One row per timing file whose content differs from the committed one."""
+    check_rev(repo, rev)
     rows = []
     for path in sorted((repo / "reports").glob("*/timings/*.json")):
         rel = path.relative_to(repo).as_posix()
@@ -66,15 +75,18 @@ def _f(x: float | None, spec: str = ".1f") -> str:
 
 def markdown(rows: list[dict[str, Any]], rev: str) -> str:
     lines = [f"# Stage times against the timings committed at `{rev}`", "",
+             "CPU / threads estimates a step's time alone only when its threads are all it ran on: a step with "
+             "worker processes (denots' train) counts them only through its CPU seconds, so the estimate overstates "
+             "its time alone.", "",
              "| stage | profile | committed wall (s) | wall (s) | wall × | committed CPU (s) | CPU (s) | CPU × | "
-             "committed load | load | CPU / threads now (s) |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "committed load | load | committed CPU / threads (s) | CPU / threads now (s) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["comparable"]:
             lines.append(f"| {r['stage']} | {r['profile']} | {_f(r['committed_wall_s'])} | {_f(r['wall_s'])} | "
                          f"{_f(r['wall_ratio'], '.2f')} | {_f(r['committed_cpu_s'])} | {_f(r['cpu_s'])} | "
                          f"{_f(r['cpu_ratio'], '.2f')} | {_f(r['committed_load'], '.2f')} | {_f(r['load'], '.2f')} | "
-                         f"{_f(r['alone_estimate_s'])} |")
+                         f"{_f(r['committed_alone_estimate_s'])} | {_f(r['alone_estimate_s'])} |")
     other = [r for r in rows if not r["comparable"]]
     if other:
         lines += ["", "Not compared (another profile than the committed timing, or none committed): "
@@ -90,7 +102,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repo", type=Path, default=ROOT)
     ap.add_argument("--out", type=Path, help="write JSON here and the table beside it (.md)")
     args = ap.parse_args(argv)
-    rows = gap_rows(args.repo, args.rev)
+    try:
+        rows = gap_rows(args.repo, args.rev)
+    except ValueError as err:
+        ap.error(str(err))
     md = markdown(rows, args.rev)
     if args.out:
         write_json({"rev": args.rev, "rows": rows}, args.out)

@@ -45,7 +45,16 @@ def test_a_busy_process_exits_once_its_parent_is_gone():
     code = (f"import os, subprocess, sys; p = subprocess.Popen([sys.executable, '-c', {BUSY!r}, str(os.getpid())], "
             "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL); print(p.pid)")
     pid = int(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
-    deadline = time.monotonic() + 20
-    while running(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not running(pid)
+    try:
+        deadline = time.monotonic() + 20
+        while running(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not running(pid)
+    finally:  # if it failed, the spinning process must not outlive the test either
+        import os
+        import signal
+
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass

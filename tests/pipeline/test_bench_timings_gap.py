@@ -21,8 +21,8 @@ def _repo(tmp_path):
     _timing(t / "data.json", paper="p", profile="default", step="data", wall_time_s=5.0)
     _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=7.0)
     subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
-    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c"], cwd=tmp_path,
-                   check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false", "commit", "-qm",
+                    "c"], cwd=tmp_path, check=True)
     return t
 
 
@@ -41,6 +41,7 @@ def test_only_changed_timings_are_rows_with_ratios_of_wall_and_cpu(tmp_path):
     assert not rows["p-data"]["comparable"]  # a smoke timing is not compared with a default one
     md = markdown(list(rows.values()), "HEAD")
     assert "| p-train | default | 100.0 | 300.0 | 3.00 |" in md and "p-data (smoke)" in md
+    assert md.splitlines()[-3].endswith("| 90.0 | 100.0 |")  # committed and current CPU / threads side by side
 
 
 def test_a_timing_without_cpu_fields_compares_wall_only(tmp_path):
@@ -50,3 +51,9 @@ def test_a_timing_without_cpu_fields_compares_wall_only(tmp_path):
     (row,) = gap_rows(tmp_path)
     assert row["wall_ratio"] == pytest.approx(2.0) and row["cpu_ratio"] is None
     assert row["committed_alone_estimate_s"] is None and row["alone_estimate_s"] == pytest.approx(20.0)
+
+
+def test_a_revision_that_is_not_a_commit_is_refused(tmp_path):
+    _repo(tmp_path)
+    with pytest.raises(ValueError, match="not a commit"):
+        gap_rows(tmp_path, "no-such-rev")
