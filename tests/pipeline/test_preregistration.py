@@ -30,25 +30,39 @@ def _git(*args: str, root: Path = ROOT) -> str:
     return proc.stdout
 
 
+def _load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` through libyaml where PyYAML has it (the history holds a hundred params files)."""
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 @functools.cache
-def _params_at(commit: str, root: Path = ROOT) -> dict[str, Any]:
-    """The params at ``commit`` as one mapping: params.yaml alone before the split; params.yaml with each
-    ``params/<name>.yaml`` under its name after it."""
+def _top_params_at(commit: str, root: Path = ROOT) -> dict[str, Any] | None:
+    """params.yaml at ``commit`` (None where it does not exist)."""
     try:
-        data = yaml.safe_load(_git("show", f"{commit}:params.yaml", root=root)) or {}
+        return _load_yaml(_git("show", f"{commit}:params.yaml", root=root)) or {}
     except RuntimeError:
-        return {}
-    for rel in _git("ls-tree", "--name-only", commit, f"{PARAMS_DIR}/", root=root).split():
-        name = Path(rel).stem
-        if rel.endswith(".yaml") and name not in data:
-            data[name] = yaml.safe_load(_git("show", f"{commit}:{rel}", root=root)) or {}
-    return data
+        return None
+
+
+@functools.cache
+def _section_at(commit: str, paper: str, root: Path = ROOT) -> Any:
+    """``paper``'s params section at ``commit``: under its name in params.yaml (before the params were
+    split), else ``params/<paper>.yaml``; None where neither holds it."""
+    top = _top_params_at(commit, root)
+    if top is None:
+        return None
+    if paper in top:
+        return top[paper]
+    try:
+        return _load_yaml(_git("show", f"{commit}:{PARAMS_DIR}/{paper}.yaml", root=root)) or {}
+    except RuntimeError:
+        return None
 
 
 def _verdict_at(commit: str | None, paper: str, root: Path = ROOT) -> Any:
     if commit is None:
         return None
-    section = _params_at(commit, root).get(paper)
+    section = _section_at(commit, paper, root)
     return section.get("verdict") if isinstance(section, dict) else None
 
 
@@ -60,7 +74,8 @@ def last_rule_change(paper: str, root: Path = ROOT) -> str | None:
     """The newest commit whose params changed ``<paper>.verdict``. A merge changed it only when its rule
     differs from every parent's (else the rule came in with a parent's own history); a commit that moved
     the block to another file with the same value changed nothing."""
-    for commit in _git("log", "--format=%H", "--", "params.yaml", f"{PARAMS_DIR}/", root=root).split():
+    # only these two files can hold the paper's rule, so only commits touching them are read
+    for commit in _git("log", "--format=%H", "--", "params.yaml", f"{PARAMS_DIR}/{paper}.yaml", root=root).split():
         rule = _verdict_at(commit, paper, root)
         if all(rule != _verdict_at(parent, paper, root) for parent in _parents(commit, root)):
             return commit
