@@ -94,26 +94,36 @@ def index_asset(asset_params: Path, asset_root: Path, wikipedia_asset: Path, min
                    encoder=minilm_asset, index=None)
 
 
-@pytest.fixture(scope="session")
-def smollm2_asset(asset_params: Path, asset_root: Path, wikipedia_asset: Path) -> Path:
-    """The pipeline's copy if it is prepared and intact, else dequantised here (about a minute on 2 cores)."""
-    prepared = ROOT / "models" / "assets" / smollm2.ASSET
-    try:
-        verify_files(prepared, smollm2.ASSET)
-        return prepared
-    except AssetError:
-        return prepare(smollm2, load_smollm2, asset_params, asset_root, corpus=wikipedia_asset, model=None)
+def _prepared_model(request: pytest.FixtureRequest, asset: str) -> Path | None:
+    """An intact copy of a model asset that already exists or is built anyway: the pipeline's own, else the
+    shared smoke workspace's when this session runs the smoke DAG for other tests (the language models
+    take one to three minutes to dequantise, so the suite makes each once); None if neither holds one."""
+    candidates = [lambda: ROOT / "models" / "assets" / asset]
+    if any("smoke_repo" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        candidates.append(lambda: request.getfixturevalue("smoke_repo").root / "models" / "assets" / asset)
+    for candidate in candidates:
+        folder = candidate()
+        try:
+            verify_files(folder, asset)
+        except AssetError:
+            continue
+        return folder
+    return None
 
 
 @pytest.fixture(scope="session")
-def gemma3_asset(asset_params: Path, asset_root: Path) -> Path:
-    """The pipeline's copy if it is prepared and intact, else assembled and dequantised here (a minute or two)."""
-    prepared = ROOT / "models" / "assets" / gemma3.ASSET
-    try:
-        verify_files(prepared, gemma3.ASSET)
-        return prepared
-    except AssetError:
-        return prepare(gemma3, gemma3.load_gemma3, asset_params, asset_root, model=None)
+def smollm2_asset(request: pytest.FixtureRequest, asset_params: Path, asset_root: Path) -> Path:
+    """An intact prepared copy (``_prepared_model``), else dequantised here (about a minute on 2 cores)."""
+    return _prepared_model(request, smollm2.ASSET) or prepare(
+        smollm2, load_smollm2, asset_params, asset_root, corpus=request.getfixturevalue("wikipedia_asset"),
+        model=None)
+
+
+@pytest.fixture(scope="session")
+def gemma3_asset(request: pytest.FixtureRequest, asset_params: Path, asset_root: Path) -> Path:
+    """An intact prepared copy (``_prepared_model``), else assembled and dequantised here (a minute or two)."""
+    return _prepared_model(request, gemma3.ASSET) or prepare(gemma3, gemma3.load_gemma3, asset_params, asset_root,
+                                                             model=None)
 
 
 @pytest.fixture(scope="session")
