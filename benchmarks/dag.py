@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import machine_info
+from benchmarks.common import alone_estimate, machine_info
 from stages import dag
 from stages.core.config import load_global
 from stages.core.io import write_json, write_text
@@ -91,8 +91,7 @@ def startup_table(workspace: Path, times: dict[str, dict[str, float]], committed
             row["default_work_s"] = d
             if "cpu_time_s" in committed_timing:  # timings written since the runner records CPU seconds
                 row["default_cpu_s"] = committed_timing["cpu_time_s"]
-                row["default_alone_estimate_s"] = round(committed_timing["cpu_time_s"]
-                                                        / max(1, committed_timing.get("threads", 1)), 2)
+                row["default_alone_estimate_s"] = round(alone_estimate(committed_timing), 2)
             row["default_startup_share"] = round(startup / (startup + d), 4) if startup + d > 0 else None
         rows.append(row)
     return rows
@@ -191,7 +190,8 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['median_startup_s']} s. fp32 matmul peak "
              f"{result['matmul_peak_flop_per_s'] / 1e9:.1f} GFLOP/s.", "",
              "Default work is the committed wall time, measured wherever and beside whatever the run had; "
-             "the estimate alone is its CPU seconds over the threads, for timings that record them "
+             "the estimate alone is its CPU seconds over the threads (or the wall time where lower: worker processes), "
+             "for timings that record them "
              "(`-` for older ones).", "",
              "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default "
              "| estimate alone (s) |", "|---|---|---|---|---|---|"]

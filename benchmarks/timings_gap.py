@@ -17,6 +17,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import alone_estimate
 from stages.core.io import write_json, write_text
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,11 +27,6 @@ def committed_timing(repo: Path, rev: str, rel: str) -> dict[str, Any] | None:
     """The timing JSON at ``rev`` (None if that revision has no such file)."""
     res = subprocess.run(["git", "show", f"{rev}:{rel}"], cwd=repo, capture_output=True, text=True)
     return json.loads(res.stdout) if res.returncode == 0 else None
-
-
-def alone_estimate(t: dict[str, Any]) -> float | None:
-    """CPU seconds over the step's threads (None for timings written before the runner recorded them)."""
-    return t["cpu_time_s"] / t["threads"] if "cpu_time_s" in t and t.get("threads") else None
 
 
 def check_rev(repo: Path, rev: str) -> None:
@@ -75,11 +71,11 @@ def _f(x: float | None, spec: str = ".1f") -> str:
 
 def markdown(rows: list[dict[str, Any]], rev: str) -> str:
     lines = [f"# Stage times against the timings committed at `{rev}`", "",
-             "CPU / threads estimates a step's time alone only when its threads are all it ran on: a step with "
-             "worker processes (denots' train) counts them only through its CPU seconds, so the estimate overstates "
-             "its time alone.", "",
+             "The estimate alone is CPU / threads, or the wall time where that is lower (worker processes, as in "
+             "denots' train, do more CPU seconds than the threads can); it understates a step whose threads idle "
+             "through serial parts.", "",
              "| stage | profile | committed wall (s) | wall (s) | wall × | committed CPU (s) | CPU (s) | CPU × | "
-             "committed load | load | committed CPU / threads (s) | CPU / threads now (s) |",
+             "committed load | load | committed estimate alone (s) | estimate alone now (s) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         if r["comparable"]:

@@ -5,6 +5,7 @@ import subprocess
 
 import pytest
 
+from benchmarks.common import alone_estimate
 from benchmarks.timings_gap import gap_rows, markdown
 
 
@@ -41,16 +42,26 @@ def test_only_changed_timings_are_rows_with_ratios_of_wall_and_cpu(tmp_path):
     assert not rows["p-data"]["comparable"]  # a smoke timing is not compared with a default one
     md = markdown(list(rows.values()), "HEAD")
     assert "| p-train | default | 100.0 | 300.0 | 3.00 |" in md and "p-data (smoke)" in md
-    assert md.splitlines()[-3].endswith("| 90.0 | 100.0 |")  # committed and current CPU / threads side by side
+    assert md.splitlines()[-3].endswith("| 90.0 | 100.0 |")  # committed and current estimates alone side by side
 
 
 def test_a_timing_without_cpu_fields_compares_wall_only(tmp_path):
     t = _repo(tmp_path)
-    _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=14.0, cpu_time_s=20.0,
+    _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=25.0, cpu_time_s=20.0,
             threads=1, load_average_1min=0.5)
     (row,) = gap_rows(tmp_path)
-    assert row["wall_ratio"] == pytest.approx(2.0) and row["cpu_ratio"] is None
+    assert row["wall_ratio"] == pytest.approx(25.0 / 7.0) and row["cpu_ratio"] is None
     assert row["committed_alone_estimate_s"] is None and row["alone_estimate_s"] == pytest.approx(20.0)
+
+
+def test_worker_processes_bound_the_estimate_alone_by_the_wall_time():
+    """CPU seconds beyond wall × threads were done by processes side by side: CPU / threads would double the
+    time of denots' train (two one-thread processes), so the wall time bounds it."""
+    workers = {"wall_time_s": 1467.0, "cpu_time_s": 2768.0, "threads": 1}
+    assert alone_estimate(workers) == pytest.approx(1467.0)
+    shared = {"wall_time_s": 600.0, "cpu_time_s": 500.0, "threads": 2}  # beside other work: CPU / threads
+    assert alone_estimate(shared) == pytest.approx(250.0)
+    assert alone_estimate({"wall_time_s": 5.0}) is None and alone_estimate({**shared, "threads": 0}) is None
 
 
 def test_a_revision_that_is_not_a_commit_is_refused(tmp_path):
