@@ -136,6 +136,16 @@ def plot_training(log: pd.DataFrame, arms: list[str], path: Path) -> None:
             ax.legend(fontsize=7)
 
 
+def load_note(step_timings: dict[str, dict[str, Any]]) -> str:
+    """How busy the machine was when each timed step ended, and its CPU seconds beside its wall time."""
+    if not all("cpu_time_s" in t for t in step_timings.values()):
+        return "measured before the runner recorded CPU seconds and load; see the timings for the wall times."
+    loads = [t["load_average_1min"] for t in step_timings.values()]
+    cpu, wall = (sum(t[k] for t in step_timings.values()) for k in ("cpu_time_s", "wall_time_s"))
+    return (f"the steps ended at 1-minute load averages {min(loads):.1f} to {max(loads):.1f}, with {cpu:.0f} CPU "
+            f"seconds in {wall:.0f} s of wall time.")
+
+
 def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Compute the verdict from the per-seed results and write the report."""
     ev = read_json(paths.evaluation)
@@ -144,6 +154,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     validate_table(results, f"{PAPER}.results", results_suite(len(results), arms))
     validate_table(log, f"{PAPER}.train_log", train_log_suite(len(log), arms))
     timings = read_timings(paths.timings, TIMED_STEPS)
+    step_timings = {step: read_json(paths.timings / f"{step}.json") for step in TIMED_STEPS}
     per_seed = verdict_metrics(results)
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.positive_control)
@@ -177,7 +188,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  val_rows=results_rows(results, arms, val_metrics),
                  gap_rows=[{"arm": a, "in-distribution minus shifted": g} for a, g in gap.items()],
                  n_steps=int(log.step.max()), control=cfg.positive_control,
-                 power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}))
+                 power_rows=seeds_needed(claim, {c.name: c.threshold for c in cfg.verdict.checks}),
+                 load_note=load_note(step_timings))
     return {"verdict": claim.verdict}
 
 

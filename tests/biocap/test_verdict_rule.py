@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from stages.biocap.config import load_report
-from stages.biocap.report import CARD, gated_verdict, verdict_metrics
+from stages.biocap.report import CARD, gated_verdict, load_note, verdict_metrics
 from stages.core.report import decide_claim
 from tests.conftest import ROOT
 
@@ -66,3 +66,11 @@ def test_a_failed_control_makes_every_claim_unclear():
     gated = gated_verdict(claim, cfg.positive_control)
     assert {o.status for o in gated.checks if o.name != cfg.positive_control} == {"unclear"}
     assert "positive control" in gated.verdict_rule
+
+
+def test_the_wall_time_note_states_the_load_and_cpu_seconds_of_the_run():
+    timings = {"train": {"wall_time_s": 500.0, "cpu_time_s": 480.0, "load_average_1min": 1.04},
+               "features": {"wall_time_s": 150.0, "cpu_time_s": 170.0, "load_average_1min": 2.75}}
+    assert load_note(timings) == ("the steps ended at 1-minute load averages 1.0 to 2.8, with 650 CPU seconds in "
+                                  "650 s of wall time.")
+    assert "before the runner recorded" in load_note({"train": {"wall_time_s": 500.0}})
