@@ -130,6 +130,12 @@ def variant_rows(runs: pd.DataFrame, warm: dict[str, Any], task: str) -> list[di
     return rows
 
 
+def cpu_per_iteration(rl_timing: dict[str, Any], n_runs: int, iterations: int) -> float | None:
+    """CPU seconds of the RL step per run and iteration (None for a timing without CPU seconds)."""
+    cpu = rl_timing.get("cpu_time_s")
+    return cpu / (n_runs * iterations) if cpu is not None and n_runs and iterations else None
+
+
 def diagnostic_rows(log: pd.DataFrame, runs: pd.DataFrame) -> list[dict[str, Any]]:
     """Per (task, variant): clip fraction, ratio spread and KL (means over iterations, mean ± std over seeds)."""
     rows = []
@@ -278,7 +284,9 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  results=[(t, variant_rows(runs, ev["warmstart"], t)) for t in sorted(runs.task.unique())],
                  summary=summary(runs, ev["warmstart"]), diagnostics=diagnostic_rows(log, runs),
                  power=power, gate_text=gate_text, d1_note=d1_note(runs, ev["warmstart"]),
-                 iterations=int(log.iteration.max()), plots=plots)
+                 iterations=int(log.iteration.max()), plots=plots,
+                 rl_cpu_per_iteration=cpu_per_iteration(read_json(Path(paths.timings) / "rl.json"), len(runs),
+                                                        int(log.iteration.max())))
     return {"verdict": claim.verdict}
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from stages.espo.config import load_report
-from stages.espo.report import gated_decide, seeds_needed
+from stages.espo.report import cpu_per_iteration, gated_decide, seeds_needed
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = {"sudoku_best_minus_warmstart_success": [0.3] * 3, "sudoku_token_elbo_clip_fraction": [0.1] * 3,
@@ -44,3 +44,8 @@ def test_seeds_needed_hand_computed():
     # std 0.1 (ddof 1) at margin 0.05: (1.96·0.1/0.05)² = 15.37 → 16
     assert seeds_needed([0.0, 0.1, 0.2], 0.05) == 16
     assert seeds_needed([0.1], 0.05) is None
+
+
+def test_rl_cost_per_iteration_is_cpu_seconds_over_runs_and_iterations():
+    assert cpu_per_iteration({"cpu_time_s": 1254.4, "wall_time_s": 1259.2}, 9, 100) == pytest.approx(1.3938, abs=1e-4)
+    assert cpu_per_iteration({"wall_time_s": 1259.2}, 9, 100) is None  # a timing from before CPU seconds
