@@ -13,7 +13,7 @@ from stages.biocap.config import PAPER, ReportInputs, load_report
 from stages.biocap.expectations import results_suite, train_log_suite
 from stages.core.gx import validate_table
 from stages.core.io import read_json, read_parquet
-from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, read_timings, write_report
+from stages.core.report import PaperCard, ReportPaths, band, decide_claim, figure, mean_std, write_report
 from stages.core.stage import StageContext, Step, inp
 from stages.core.verdict import ClaimRecord
 
@@ -153,8 +153,8 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     results, log = read_parquet(paths.results), read_parquet(paths.train_log)
     validate_table(results, f"{PAPER}.results", results_suite(len(results), arms))
     validate_table(log, f"{PAPER}.train_log", train_log_suite(len(log), arms))
-    timings = read_timings(paths.timings, TIMED_STEPS)
     step_timings = {step: read_json(paths.timings / f"{step}.json") for step in TIMED_STEPS}
+    timings = {step: float(t["wall_time_s"]) for step, t in step_timings.items()}
     per_seed = verdict_metrics(results)
     claim = gated_verdict(decide_claim(CARD, cfg.verdict, per_seed, seeds=list(range(n_seeds)), profile=ctx.profile,
                                        timings=timings), cfg.positive_control)
