@@ -13,8 +13,8 @@ from torch.nn import functional as F
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
+from stages.core.workers import map_runs, n_workers
 from stages.mtd_mirror_descent.config import PAPER, TrainConfig, load_train
 from stages.mtd_mirror_descent.io import load_split, read_tables
 from stages.mtd_mirror_descent.models import build_model, init_seed, lr_factor
@@ -52,32 +52,53 @@ class NextTokenModule(lightning.LightningModule):
         return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
 
 
-def train_one(module: NextTokenModule, train_tokens: torch.Tensor, cfg: TrainConfig, seed: int) -> None:
+def train_one(module: NextTokenModule, train_tokens: torch.Tensor, cfg: TrainConfig, seed: int,
+              progress_bar: bool = True) -> None:
     """Fit one model with the shared TrainerConfig; data order seeded."""
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(train_tokens), batch_size=cfg.batch_size,
                                          shuffle=True, generator=torch.Generator().manual_seed(seed))
-    build_trainer(cfg.trainer).fit(module, loader)
+    bar = progress_bar and cfg.trainer.enable_progress_bar
+    build_trainer(cfg.trainer, enable_progress_bar=bar).fit(module, loader)
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every training run reads: the config, the training tokens and the task's sizes."""
+
+    cfg: TrainConfig
+    tokens: torch.Tensor
+    q: int
+    m: int
+    seq_len: int
+    progress_bar: bool
+
+
+def train_run(job: tuple[Any, int, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[float]]:
+    """One (model, seed index, seed) run, seeded from the job alone: its weights and per-step losses."""
+    spec, _, seed = job
+    lightning.seed_everything(seed, workers=True, verbose=False)
+    module = NextTokenModule(build_model(spec, sh.q, sh.m, sh.seq_len, seed), sh.cfg)
+    train_one(module, sh.tokens, sh.cfg, seed, sh.progress_bar)
+    return dict(module.model.state_dict()), module.losses
 
 
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train every (model, seed); write weights and the loss curves."""
-    cap_threads(cfg.max_threads)
+    """Train every (model, seed) over ``threads / max_threads`` processes; write weights and the loss curves."""
     pi, sequences, tokens, m = read_tables(paths)
     train_tokens, _ = load_split(sequences, tokens, "train")
     q, seq_len = pi.shape[0], train_tokens.shape[1]
-    x = torch.as_tensor(train_tokens)
+    jobs = [(spec, s, init_seed(ctx.seed, spec.name, s)) for spec in cfg.models for s in range(cfg.n_seeds)]
+    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
+    shared = Shared(cfg, torch.as_tensor(train_tokens), q, m, seq_len, progress_bar=one_process)
+    results = map_runs(train_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
+                       desc="mtd runs (model × seed)")
     logs = []
     with atomic_dir(paths.models) as folder:
-        for spec in cfg.models:
-            for s in range(cfg.n_seeds):
-                seed = init_seed(ctx.seed, spec.name, s)
-                lightning.seed_everything(seed, workers=True, verbose=False)
-                module = NextTokenModule(build_model(spec, q, m, seq_len, seed), cfg)
-                train_one(module, x, cfg, seed)
-                save_safetensors(dict(module.model.state_dict()), folder / f"{spec.name}_s{s}.safetensors",
-                                 metadata={"model": spec.name, "seed_index": str(s)})
-                logs.append(pd.DataFrame({"model": spec.name, "seed_index": s,
-                                          "step": range(1, len(module.losses) + 1), "loss": module.losses}))
+        for (spec, s, _), (state, losses) in zip(jobs, results, strict=True):
+            save_safetensors(state, folder / f"{spec.name}_s{s}.safetensors",
+                             metadata={"model": spec.name, "seed_index": str(s)})
+            logs.append(pd.DataFrame({"model": spec.name, "seed_index": s,
+                                      "step": range(1, len(losses) + 1), "loss": losses}))
         write_json({"models": [s.model_dump() for s in cfg.models], "n_seeds": cfg.n_seeds, "q": q, "m": m,
                     "seq_len": seq_len}, folder / "manifest.json")
     log = pd.concat(logs, ignore_index=True)

@@ -78,3 +78,29 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     with pytest.raises(KeyError, match="shallow_layer1_gain_over_positional"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **outs)
     assert not (tmp_path / "c.json").exists() and not (tmp_path / "plots").exists()
+
+
+def test_training_runs_are_identical_in_this_process_and_in_workers():
+    """Each run seeds itself from its job, so the step's weights do not depend on how many processes ran it."""
+    import numpy as np
+    import torch
+
+    from stages.core.config import load_section
+    from stages.core.workers import map_runs
+    from stages.mtd_mirror_descent.config import TrainConfig
+    from stages.mtd_mirror_descent.models import init_seed
+    from stages.mtd_mirror_descent.mtd import sample_sequences, transition_matrix
+    from stages.mtd_mirror_descent.train import Shared, train_run
+
+    cfg = load_section(TrainConfig, f"{PAPER}.train", profile="smoke")
+    pi = transition_matrix(5, 0.3, 0.1, np.random.default_rng(0))
+    tokens, _, _ = sample_sequences(pi, 3, 12, 8, 1.0, np.random.default_rng(1))
+    shared = Shared(cfg, torch.as_tensor(tokens), q=5, m=3, seq_len=12, progress_bar=False)
+    jobs = [(cfg.models[0], s, init_seed(0, cfg.models[0].name, s)) for s in range(2)] + [
+        (cfg.models[-1], 0, init_seed(0, cfg.models[-1].name, 0))]
+    one = map_runs(train_run, jobs, shared, threads=1, max_threads=1, desc="in process")
+    two = map_runs(train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+    for (w1, l1), (w2, l2) in zip(one, two, strict=True):
+        assert l1 == l2 and w1.keys() == w2.keys()
+        assert all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert one[0][1] != one[1][1]  # the seeds differ, so a run that ignored its job would fail above or here
