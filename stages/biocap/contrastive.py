@@ -83,8 +83,8 @@ def training_data(image_features: np.ndarray, text_features: np.ndarray, specime
                         caption_text_ids=captions, text_codes=torch.as_tensor(codes, dtype=torch.long))
 
 
-def train_arm(arm: str, data: TrainingData, cfg: TrainConfig, seed: int,
-              desc: str = "") -> tuple[FeatureCLIP, list[dict[str, float]]]:
+def train_arm(arm: str, data: TrainingData, cfg: TrainConfig, seed: int, desc: str = "",
+              progress_bar: bool = True) -> tuple[FeatureCLIP, list[dict[str, float]]]:
     """Train one arm's projectors for ``cfg.steps`` AdamW steps; return the model and the loss log."""
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -95,7 +95,7 @@ def train_arm(arm: str, data: TrainingData, cfg: TrainConfig, seed: int,
     n = len(data.species)
     batch = min(cfg.batch_size, n)
     log = []
-    for step in tqdm(range(1, cfg.steps + 1), desc=desc or arm, unit="step", leave=False):
+    for step in tqdm(range(1, cfg.steps + 1), desc=desc or arm, unit="step", leave=False, disable=not progress_bar):
         idx = torch.randperm(n, generator=gen)[:batch]
         feats = data.image_features[idx]
         kinds = torch.randint(len(TEXT_TYPES), (batch,), generator=gen)

@@ -124,7 +124,8 @@ def roi_and_context(model: CenterNet, images: torch.Tensor, image_index: np.ndar
 
 
 def train_detector(images: torch.Tensor, tgt: dict[str, torch.Tensor], n_classes: int, width: int, lr: float,
-                   batch_size: int, trainer_cfg: Any, seed: int, desc: str) -> tuple[CenterNet, list[float]]:
+                   batch_size: int, trainer_cfg: Any, seed: int, desc: str,
+                   progress_bar: bool = True) -> tuple[CenterNet, list[float]]:
     """Train a fresh detector for ``trainer_cfg.max_steps`` steps (AdamW, cosine decay) on shuffled batches;
     returns it in eval mode with its mean loss per logged interval."""
     import lightning
@@ -158,7 +159,8 @@ def train_detector(images: torch.Tensor, tgt: dict[str, torch.Tensor], n_classes
     data = torch.utils.data.TensorDataset(images, tgt["heat"], tgt["size"], tgt["offset"], tgt["mask"])
     loader = torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=True, drop_last=len(data) > batch_size,
                                          generator=torch.Generator().manual_seed(seed))
-    trainer = build_trainer(trainer_cfg, max_epochs=-1)
+    bar = progress_bar and trainer_cfg.enable_progress_bar
+    trainer = build_trainer(trainer_cfg, max_epochs=-1, enable_progress_bar=bar)
     print(desc, flush=True)
     trainer.fit(Module(), loader)
     return model.eval(), losses

@@ -19,6 +19,7 @@ from stages.core.io import load_safetensors, save_safetensors, write_json, write
 from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
+from stages.core.workers import map_runs, n_workers
 from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
 from stages.detection_debias.coco_map import evaluate_detections
 from stages.detection_debias.config import ARMS, GENERATED_ARMS, PAPER, TrainInputs, load_train
@@ -53,25 +54,75 @@ class Paths:
                          "and split, the layout accuracy of generated images")
 
 
-def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train every augmented arm and evaluate every arm."""
-    d, det = cfg.data, cfg.detector
-    cap_threads(det.max_threads)
-    bins = d.bins()
+@dataclass(frozen=True)
+class Shared:
+    """What every detector run reads: the config, the scenes, the synthetic layouts, the generator and the seed."""
+
+    cfg: TrainInputs
+    objects: pd.DataFrame
+    images: torch.Tensor
+    layouts: pd.DataFrame
+    generator: BlueprintGenerator
+    seed: int
+    progress_bar: bool = True
+
+
+def read_inputs(cfg: TrainInputs, paths: Paths, seed: int, progress_bar: bool = True) -> Shared:
+    """The scenes, the synthetic layouts and the generator (in eval mode), as every run reads them."""
+    bins = cfg.data.bins()
     objects = read_objects(paths.objects, bins)
-    images = read_images(paths.images, int(objects.image.max()) + 1, d.image_size)
-    layouts = read_layouts(paths.layouts, bins, det.n_seeds)
-    baseline = load_safetensors(paths.baseline)
+    images = read_images(paths.images, int(objects.image.max()) + 1, cfg.data.image_size)
     generator = BlueprintGenerator(cfg.generator.width)
     generator.load_state_dict(load_safetensors(paths.generator))
     generator.eval()
-    ids = {s: np.sort(objects[objects.split == s].image.unique()) for s in ("train", "val", "test")}
+    return Shared(cfg, objects, images, read_layouts(paths.layouts, bins, cfg.detector.n_seeds), generator, seed,
+                  progress_bar)
+
+
+def split_ids(objects: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The sorted image ids of each split."""
+    return {s: np.sort(objects[objects.split == s].image.unique()) for s in ("train", "val", "test")}
+
+
+def detector_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.Tensor], list[float], int]:
+    """One (seed index, arm) detector, seeded from the job alone: its weights, loss curve and synthetic count."""
+    s, arm = job
+    d, det = sh.cfg.data, sh.cfg.detector
+    train_ids = split_ids(sh.objects)["train"]
+    by_image = layouts_of(sh.objects)
+    source = "rs" if arm == "rs_procedural" else arm
+    part = sh.layouts[(sh.layouts.seed_index == s) & (sh.layouts.arm == source)]
+    synth_layouts = list(layouts_of(part).values())
+    synth = synthetic_images(d.bins(), synth_layouts, sh.generator if arm in GENERATED_ARMS else None,
+                             rng(sh.seed, PAPER, "appearance", source, s))
+    x = torch.cat([sh.images[train_ids], synth])
+    tgt = targets([by_image[int(i)] for i in train_ids] + synth_layouts, len(CLASSES), d.image_size)
+    model, losses = train_detector(x, tgt, len(CLASSES), det.width, det.lr, det.batch_size, det.trainer,
+                                   derive_seed(sh.seed, PAPER, "detector", s), f"{arm} detector, seed {s}",
+                                   sh.progress_bar)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}, losses, len(synth_layouts)
+
+
+def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train every augmented arm over ``threads / max_threads`` processes; evaluate every arm here."""
+    det = cfg.detector
+    jobs = [(s, arm) for s in range(det.n_seeds) for arm in ARMS[1:]]
+    sh = read_inputs(cfg, paths, ctx.seed, n_workers(ctx.threads, det.max_threads, len(jobs)) == 1)
+    results = map_runs(detector_run, jobs, sh, threads=ctx.threads, max_threads=det.max_threads,
+                       desc="detection_debias detectors (seed × arm)", unit="detector")
+    weights, log = {}, []
+    for (s, arm), (state, losses, n_synthetic) in zip(jobs, results, strict=True):
+        weights.update({f"seed{s}.{arm}.{k}": v for k, v in state.items()})
+        log.append({"seed_index": s, "arm": arm, "n_synthetic": n_synthetic, "loss": losses})
+    cap_threads(det.max_threads)  # the evaluation runs in this process, capped as the runs were
+    bins, objects, images = cfg.data.bins(), sh.objects, sh.images
+    baseline = load_safetensors(paths.baseline)
+    ids = split_ids(objects)
     by_image = layouts_of(objects)
-    train_layouts = [by_image[int(i)] for i in ids["train"]]
     truth = {s: ground_truth(objects, ids[s]) for s in ("val", "test")}
-    generated = {sp: generate(generator, conditions([by_image[int(i)] for i in ids[sp]], images[ids[sp]]))
+    generated = {sp: generate(sh.generator, conditions([by_image[int(i)] for i in ids[sp]], images[ids[sp]]))
                  for sp in ("val", "test")}
-    weights, rows, log, accuracy = {}, [], [], []
+    rows, accuracy = [], []
     for s in range(det.n_seeds):
         models = {"none": load_detector(baseline, f"seed{s}.", det.width)}
         for split in ("val", "test"):
@@ -79,19 +130,7 @@ def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                                              detect(models["none"], imgs, det.top_k, det.min_score))[0]
                    for kind, imgs in (("generated", generated[split]), ("procedural", images[ids[split]]))}
             accuracy.append({"seed_index": s, "split": split, **acc})
-        for arm in ARMS[1:]:
-            source = "rs" if arm == "rs_procedural" else arm
-            part = layouts[(layouts.seed_index == s) & (layouts.arm == source)]
-            synth_layouts = list(layouts_of(part).values())
-            synth = synthetic_images(bins, synth_layouts, generator if arm in GENERATED_ARMS else None,
-                                     rng(ctx.seed, PAPER, "appearance", source, s))
-            x = torch.cat([images[ids["train"]], synth])
-            tgt = targets(train_layouts + synth_layouts, len(CLASSES), d.image_size)
-            model, losses = train_detector(x, tgt, len(CLASSES), det.width, det.lr, det.batch_size, det.trainer,
-                                           derive_seed(ctx.seed, PAPER, "detector", s), f"{arm} detector, seed {s}")
-            models[arm] = model
-            weights.update({f"seed{s}.{arm}.{k}": v.detach().clone() for k, v in model.state_dict().items()})
-            log.append({"seed_index": s, "arm": arm, "n_synthetic": len(synth_layouts), "loss": losses})
+        models.update({arm: load_detector(weights, f"seed{s}.{arm}.", det.width) for arm in ARMS[1:]})
         for arm, model in models.items():
             for split in ("val", "test"):
                 dets = detect(model, images[ids[split]], det.top_k, det.min_score)

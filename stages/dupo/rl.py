@@ -30,9 +30,9 @@ from stages.core.rl import clip_fraction, clipped_token_loss, group_relative_adv
 from stages.core.sampler import sample
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
 from stages.core.transformer import TinyGPT
+from stages.core.workers import map_runs, n_workers
 from stages.dupo.config import PAPER, Domains, ModelConfig, RLConfig, load_rl
 from stages.dupo.duality import dupo_rewards, mask_choices, oracle_rewards
 from stages.dupo.expectations import rl_log_suite
@@ -103,7 +103,7 @@ def dual_solver(model: TinyGPT, tok: SmallTokenizer, max_new: int) -> Any:
 
 
 def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg: RLConfig, seed: int,
-              desc: str) -> list[dict[str, float]]:
+              desc: str, progress_bar: bool = True) -> list[dict[str, float]]:
     """One GRPO run in place on ``policy``; the per-step log."""
     prompt_gen = torch.Generator().manual_seed(seed)   # prompts and hidden numbers: the same for every reward
     rollout_gen = torch.Generator().manual_seed(seed + 1)
@@ -115,7 +115,7 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     p, g = cfg.prompts_per_step, cfg.group_size
     log = []
-    for step in tqdm(range(1, cfg.steps + 1), desc=desc, unit="step", leave=False):
+    for step in tqdm(range(1, cfg.steps + 1), desc=desc, unit="step", leave=False, disable=not progress_bar):
         rows = pool.problems.iloc[torch.randint(len(pool.problems), (p,), generator=prompt_gen).tolist()]
         pids = rows.problem_id.astype(int).tolist()
         picks = torch.randint(2**31 - 1, (p,), generator=prompt_gen).tolist()
@@ -162,23 +162,44 @@ def train_one(policy: TinyGPT, tok: SmallTokenizer, pool: Pool, method: str, cfg
     return log
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every RL run reads: the config, the problem pool, the SFT model and the base seed."""
+
+    cfg: RLConfig
+    pool: Pool
+    sft: Path
+    spec: ModelConfig
+    seed: int
+    progress_bar: bool
+
+
+def rl_run(job: tuple[str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
+    """One (method, seed index) run from the SFT weights, seeded from the job alone: final weights and log."""
+    method, s = job
+    policy, tok = load_model(sh.sft, sh.spec)
+    log = train_one(policy, tok, sh.pool, method, sh.cfg, derive_seed(sh.seed, PAPER, "rl", s), run_name(method, s),
+                    sh.progress_bar)
+    return dict(policy.state_dict()), log
+
+
 def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Every (method, seed); final weights and the per-step logs."""
-    cap_threads(cfg.max_threads)
+    """Every (method, seed) over ``threads / max_threads`` processes; final weights and the per-step logs."""
     problems, duals = read_tables(paths)
     pool = build_pool(problems, duals, cfg.domains)
     manifest = read_json(Path(paths.sft) / "manifest.json")
-    spec = ModelConfig(**manifest["model"])
+    jobs = [(method, s) for s in range(cfg.n_seeds) for method in cfg.methods]
+    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
+    shared = Shared(cfg, pool, Path(paths.sft), ModelConfig(**manifest["model"]), ctx.seed, one_process)
+    results = map_runs(rl_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
+                       desc="dupo RL runs (method × seed)")
     frames, runs = [], []
     with atomic_dir(paths.models) as folder:
-        for s in range(cfg.n_seeds):
-            for method in cfg.methods:
-                policy, tok = load_model(Path(paths.sft), spec)
-                name = run_name(method, s)
-                log = train_one(policy, tok, pool, method, cfg, derive_seed(ctx.seed, PAPER, "rl", s), name)
-                save_safetensors(dict(policy.state_dict()), folder / f"{name}.safetensors")
-                frames.append(pd.DataFrame(log).assign(run=name, method=method, seed_index=s))
-                runs.append({"run": name, "method": method, "seed_index": s})
+        for (method, s), (state, log) in zip(jobs, results, strict=True):
+            name = run_name(method, s)
+            save_safetensors(state, folder / f"{name}.safetensors")
+            frames.append(pd.DataFrame(log).assign(run=name, method=method, seed_index=s))
+            runs.append({"run": name, "method": method, "seed_index": s})
         write_json({"model": manifest["model"], "runs": runs, "n_pool": len(pool.problems),
                     "dual_solver": cfg.dual_solver}, folder / "manifest.json")
     rl_log = pd.concat(frames, ignore_index=True)

@@ -22,7 +22,7 @@ from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, 
 from stages.core.rl import clip_fraction, group_relative_advantages, kl_estimate
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.threads import cap_threads
+from stages.core.workers import map_runs, n_workers
 from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, load_rl
 from stages.espo.diffusion import MaskedDiffusionLM, load_policy, sample
 from stages.espo.elbo import (
@@ -94,7 +94,7 @@ def objective_loss(variant: Variant, new: torch.Tensor, old: torch.Tensor, ref: 
 
 
 def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg: RLConfig,
-              seed: int, desc: str) -> list[dict[str, float]]:
+              seed: int, desc: str, progress_bar: bool = True) -> list[dict[str, float]]:
     """One RL run in place on ``policy``; returns the per-iteration log."""
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
@@ -102,7 +102,7 @@ def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg:
     opt = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
     length, g = train.completion_length, cfg.group_size
     log = []
-    for it in tqdm(range(1, cfg.iterations + 1), desc=desc, unit="it", leave=False):
+    for it in tqdm(range(1, cfg.iterations + 1), desc=desc, unit="it", leave=False, disable=not progress_bar):
         idx = torch.randint(len(train), (cfg.prompts_per_iteration,), generator=gen).repeat_interleave(g)
         prompt = train.prompts[idx]
         completion = sample(policy, prompt, length, cfg.rollout_steps, cfg.temperature, gen)
@@ -138,27 +138,47 @@ def train_one(policy: MaskedDiffusionLM, train: Examples, variant: Variant, cfg:
     return log
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every RL run reads: the config, the task tables, the warm-start models and the base seed."""
+
+    cfg: RLConfig
+    tables: dict[str, pd.DataFrame]
+    warmstart: Path
+    spec: ModelConfig
+    max_len: dict[str, int]
+    seed: int
+    progress_bar: bool
+
+
+def rl_run(job: tuple[str, str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
+    """One (task, variant, seed index) run from the warm start, seeded from the job alone: final weights and log."""
+    task, name, s = job
+    policy = load_policy(sh.warmstart, task, sh.spec, sh.max_len[task])
+    train = task_examples(sh.tables, task, "train")  # built in the run: its reward closure does not pickle
+    log = train_one(policy, train, sh.cfg.variants[name], sh.cfg, derive_seed(sh.seed, PAPER, "rl", task, s),
+                    run_name(task, name, s), sh.progress_bar)
+    return dict(policy.state_dict()), log
+
+
 def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Every (task, variant, seed) of the grid; final weights and reward curves."""
-    cap_threads(cfg.max_threads)
+    """Every (task, variant, seed) of the grid over ``threads / max_threads`` processes; final weights and curves."""
     tables = read_tables(paths)
     manifest = read_json(Path(paths.warmstart) / "manifest.json")
-    spec = ModelConfig(**manifest["model"])
+    jobs = [(entry.task, name, s) for entry in cfg.grid for name in entry.variants for s in range(entry.n_seeds)]
+    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
+    shared = Shared(cfg, tables, Path(paths.warmstart), ModelConfig(**manifest["model"]),
+                    {task: m["max_len"] for task, m in manifest["tasks"].items()}, ctx.seed, one_process)
+    results = map_runs(rl_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
+                       desc="espo RL runs (task × variant × seed)")
     frames, runs = [], []
     with atomic_dir(paths.models) as folder:
-        for entry in cfg.grid:
-            train = task_examples(tables, entry.task, "train")
-            max_len = manifest["tasks"][entry.task]["max_len"]
-            for name in entry.variants:
-                for s in range(entry.n_seeds):
-                    policy = load_policy(Path(paths.warmstart), entry.task, spec, max_len)
-                    rn = run_name(entry.task, name, s)
-                    log = train_one(policy, train, cfg.variants[name], cfg, derive_seed(ctx.seed, PAPER, "rl",
-                                                                                        entry.task, s), rn)
-                    save_safetensors(dict(policy.state_dict()), folder / f"{rn}.safetensors")
-                    frames.append(pd.DataFrame(log).assign(run=rn, task=entry.task, variant=name, seed_index=s))
-                    runs.append({"run": rn, "task": entry.task, "variant": name, "seed_index": s,
-                                 **cfg.variants[name].model_dump()})
+        for (task, name, s), (state, log) in zip(jobs, results, strict=True):
+            rn = run_name(task, name, s)
+            save_safetensors(state, folder / f"{rn}.safetensors")
+            frames.append(pd.DataFrame(log).assign(run=rn, task=task, variant=name, seed_index=s))
+            runs.append({"run": rn, "task": task, "variant": name, "seed_index": s,
+                         **cfg.variants[name].model_dump()})
         write_json({"model": manifest["model"], "runs": runs}, folder / "manifest.json")
     rl_log = pd.concat(frames, ignore_index=True)
     validate_table(rl_log, f"{PAPER}.rl_log", rl_log_suite(len(rl_log)))

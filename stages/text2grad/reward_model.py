@@ -13,13 +13,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
+import torch
 
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.threads import cap_threads
 from stages.core.tokenizer import SmallTokenizer
+from stages.core.workers import map_runs, n_workers
 from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
 from stages.text2grad.critic import parse_scores
 from stages.text2grad.io import model_file, read_tables
@@ -50,46 +50,72 @@ def span_f1(predicted: list[list[int]], annotated: list[list[int]], label: int) 
     return {"precision": precision, "recall": recall, "f1": f1}
 
 
-def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train both reward models on rm_train once per RL seed (own initialisation and data order); score rm_test."""
-    cap_threads(cfg.max_threads)
+@dataclass(frozen=True)
+class Shared:
+    """What every reward model reads: the config, the tokenizer file, the rm_train and rm_test outputs, the seed."""
+
+    cfg: RewardModelConfig
+    tokenizer: Path
+    train: pd.DataFrame
+    test: pd.DataFrame
+    seed: int
+    progress_bar: bool = True
+
+
+def read_inputs(cfg: RewardModelConfig, paths: Paths, seed: int, progress_bar: bool = True) -> Shared:
+    """The rm_train outputs and the rm_test outputs (sorted by id), as every run reads them."""
     _, outputs = read_tables(paths)
-    tok = SmallTokenizer.load(paths.tokenizer)
-    train = outputs[outputs.split == "rm_train"]
-    test = outputs[outputs.split == "rm_test"].sort_values("id")
-    gold = [parse_scores(s) for s in test.word_scores]
-    evaluation: dict[str, Any] = {"n_train": len(train), "n_test": len(test), "n_seeds": cfg.n_seeds,
+    return Shared(cfg, Path(paths.tokenizer), outputs[outputs.split == "rm_train"],
+                  outputs[outputs.split == "rm_test"].sort_values("id"), seed, progress_bar)
+
+
+def reward_model_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
+    """One (seed index, variant) reward model, seeded from the job alone: its weights, scores and examples."""
+    s, name = job
+    cfg, train, test = sh.cfg, sh.train, sh.test
+    tok = SmallTokenizer.load(sh.tokenizer)
+    gold = [parse_scores(w) for w in test.word_scores]
+    with_critique = VARIANTS[name]
+    fmt = RewardFormat(tok, with_critique)
+    prefixes = [fmt.prefix(x, o) for x, o in zip(train.source, train.output, strict=True)]
+    targets = [fmt.target(c, parse_scores(w)) for c, w in zip(train.critique, train.word_scores, strict=True)]
+    tokens, mask = sequences(prefixes, targets, tok.pad_id, cfg.model.max_len)
+    seed = derive_seed(sh.seed, PAPER, "reward_model", name, s) % 2**32
+    lm = build_lm(cfg.model, tok.vocab_size, seed)
+    losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed, sh.progress_bar)
+    lm.eval()
+    pred, critiques = predict_word_scores(lm, fmt, list(test.source), list(test.output), cfg.max_critique)
+    scores = {
+        "seed": s, "good": span_f1(pred, gold, 1), "poor": span_f1(pred, gold, -1),
+        "word_accuracy": float(np.mean(np.concatenate([np.asarray(p) == np.asarray(g)
+                                                       for p, g in zip(pred, gold, strict=True)]))),
+        "critique_exact": float(np.mean([c == g for c, g in zip(critiques, test.critique, strict=True)]))
+        if with_critique else None,
+        "final_loss": float(np.mean(losses[-20:])), "steps": len(losses)}
+    examples = pd.DataFrame({"model": name, "seed": s, "id": test.id.to_numpy(), "source": test.source.to_numpy(),
+                             "output": test.output.to_numpy(), "critique": test.critique.to_numpy(),
+                             "gold_scores": test.word_scores.to_numpy(),
+                             "predicted_critique": critiques if with_critique else "",
+                             "predicted_scores": [" ".join(map(str, p)) for p in pred]})
+    return dict(lm.state_dict()), scores, examples
+
+
+def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
+    """Train both reward models on rm_train per RL seed over ``threads / max_threads`` processes; score rm_test."""
+    runs = [(s, name) for s in range(cfg.n_seeds) for name in VARIANTS]
+    sh = read_inputs(cfg, paths, ctx.seed, n_workers(ctx.threads, cfg.max_threads, len(runs)) == 1)
+    results = map_runs(reward_model_run, runs, sh, threads=ctx.threads, max_threads=cfg.max_threads,
+                       desc="reward models")
+    vocab_size = SmallTokenizer.load(paths.tokenizer).vocab_size
+    evaluation: dict[str, Any] = {"n_train": len(sh.train), "n_test": len(sh.test), "n_seeds": cfg.n_seeds,
                                   **{name: [] for name in VARIANTS}}
     examples = []
-    runs = [(s, name) for s in range(cfg.n_seeds) for name in VARIANTS]
     with atomic_dir(paths.models) as folder:
-        for s, name in tqdm(runs, desc="reward models"):
-            with_critique = VARIANTS[name]
-            fmt = RewardFormat(tok, with_critique)
-            prefixes = [fmt.prefix(x, o) for x, o in zip(train.source, train.output, strict=True)]
-            targets = [fmt.target(c, parse_scores(w)) for c, w in zip(train.critique, train.word_scores, strict=True)]
-            tokens, mask = sequences(prefixes, targets, tok.pad_id, cfg.model.max_len)
-            seed = derive_seed(ctx.seed, PAPER, "reward_model", name, s) % 2**32
-            lm = build_lm(cfg.model, tok.vocab_size, seed)
-            losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed)
-            lm.eval()
-            pred, critiques = predict_word_scores(lm, fmt, list(test.source), list(test.output), cfg.max_critique)
-            evaluation[name].append({
-                "seed": s, "good": span_f1(pred, gold, 1), "poor": span_f1(pred, gold, -1),
-                "word_accuracy": float(np.mean(np.concatenate([np.asarray(p) == np.asarray(g)
-                                                               for p, g in zip(pred, gold, strict=True)]))),
-                "critique_exact": float(np.mean([c == g for c, g in zip(critiques, test.critique, strict=True)]))
-                if with_critique else None,
-                "final_loss": float(np.mean(losses[-20:])), "steps": len(losses)})
-            examples.append(pd.DataFrame({"model": name, "seed": s, "id": test.id.to_numpy(),
-                                          "source": test.source.to_numpy(),
-                                          "output": test.output.to_numpy(), "critique": test.critique.to_numpy(),
-                                          "gold_scores": test.word_scores.to_numpy(),
-                                          "predicted_critique": critiques if with_critique else "",
-                                          "predicted_scores": [" ".join(map(str, p)) for p in pred]}))
-            save_safetensors(dict(lm.state_dict()), folder / model_file(name, s),
-                             metadata={"variant": name, "seed": str(s)})
-        write_json({"model": cfg.model.model_dump(), "vocab_size": tok.vocab_size, "variants": VARIANTS,
+        for (s, name), (state, scores, frame) in zip(runs, results, strict=True):
+            evaluation[name].append(scores)
+            examples.append(frame)
+            save_safetensors(state, folder / model_file(name, s), metadata={"variant": name, "seed": str(s)})
+        write_json({"model": cfg.model.model_dump(), "vocab_size": vocab_size, "variants": VARIANTS,
                     "n_seeds": cfg.n_seeds}, folder / "manifest.json")
     write_json(evaluation, paths.evaluation, finite=True)
     write_parquet(pd.concat(examples, ignore_index=True), paths.examples)

@@ -67,12 +67,12 @@ def trim_collate(rows: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Te
 
 
 def fit(lm: TinyGPT, tokens: torch.Tensor, mask: torch.Tensor, batch_size: int, lr: float,
-        trainer: TrainerConfig, seed: int) -> list[float]:
+        trainer: TrainerConfig, seed: int, progress_bar: bool = True) -> list[float]:
     """Train ``lm`` in place; return the loss per step."""
     lightning.seed_everything(seed, workers=True, verbose=False)
     module = TargetLMModule(lm, lr)
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(tokens, mask), batch_size=batch_size,
                                          shuffle=True, generator=torch.Generator().manual_seed(seed),
                                          collate_fn=trim_collate)
-    build_trainer(trainer).fit(module, loader)
+    build_trainer(trainer, enable_progress_bar=progress_bar and trainer.enable_progress_bar).fit(module, loader)
     return module.losses

@@ -92,3 +92,32 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"biocap.control.check": "no such check"})
     with pytest.raises(ConfigError, match=r"positive_control"):
         config.load_report(params)
+
+
+def test_train_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its runs over processes; each run seeds itself, so rerunning one here gives its weights."""
+    import torch
+
+    from stages.biocap import train
+    from stages.biocap.contrastive import training_data
+    from stages.biocap.io import read_features, read_tables
+    from stages.core.config import load_global
+    from stages.core.threads import cap_threads
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    specimens, _, texts = read_tables(paths.specimens, paths.taxa, paths.texts)
+    data = training_data(*read_features(paths.features, len(specimens), len(texts)), specimens, texts)
+    shared = train.Shared(cfg, data, load_global(smoke_repo.params).seed, progress_bar=False)
+    log = read_parquet(paths.train_log)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for arm, s in [(cfg.arms[-1], cfg.n_seeds - 1), (cfg.arms[0], 0)]:
+            state, steps = train.train_run((arm, s), shared)
+            saved = load_safetensors(paths.models / run_file(arm, s))
+            assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+            written = log[(log.arm == arm) & (log.seed_index == s)].sort_values("step")
+            assert written.drop(columns=["arm", "seed_index"]).to_dict("records") == steps
+    finally:
+        torch.set_num_threads(before)

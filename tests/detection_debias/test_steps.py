@@ -105,3 +105,30 @@ def test_report_gives_the_rule_history(smoke_repo):
     text = smoke_repo.paths(f"{PAPER}-report").report.read_text()
     assert "## Rule history" in text and "Under the provisional rule this run's verdict would be" in text
     assert "Student-t 95% interval of each check" in text   # the table itself needs two seeds or more
+
+
+def test_detectors_from_workers_equal_a_detector_trained_in_this_process(smoke_repo):
+    """The step spread its detectors over processes; each seeds itself, so retraining one here gives its weights."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.detection_debias import train
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    shared = train.read_inputs(cfg, paths, load_global(smoke_repo.params).seed, progress_bar=False)
+    saved = load_safetensors(paths.models)
+    logged = {(r["seed_index"], r["arm"]): r for r in read_json(paths.training)["arms"]}
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.detector.max_threads)  # as in the step's workers
+        for job in [(0, ARMS[1]), (cfg.detector.n_seeds - 1, ARMS[-1])]:
+            state, losses, n_synthetic = train.detector_run(job, shared)
+            prefix = f"seed{job[0]}.{job[1]}."
+            mine = {k[len(prefix):]: v for k, v in saved.items() if k.startswith(prefix)}
+            assert mine.keys() == state.keys() and all(torch.equal(mine[k], state[k]) for k in state)
+            assert losses == logged[job]["loss"] and n_synthetic == logged[job]["n_synthetic"]
+    finally:
+        torch.set_num_threads(before)

@@ -108,3 +108,31 @@ def test_bad_params_are_refused(tmp_path, key, value, needle):
     with pytest.raises(ConfigError, match=needle):
         for load in (config.load_data, config.load_sft, config.load_rl, config.load_evaluate):
             load(params)
+
+
+def test_rl_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its runs over processes; each run seeds itself, so rerunning one here gives its weights."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.dupo.io import read_tables
+
+    paths = smoke_repo.paths(f"{PAPER}-rl")
+    cfg = smoke_repo.config(f"{PAPER}-rl")
+    pool = rl.build_pool(*read_tables(paths), cfg.domains)
+    spec = config.ModelConfig(**read_json(paths.sft / "manifest.json")["model"])
+    shared = rl.Shared(cfg, pool, paths.sft, spec, load_global(smoke_repo.params).seed,
+                       progress_bar=False)
+    log = read_parquet(paths.rl_log)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for job in [(cfg.methods[-1], cfg.n_seeds - 1), (cfg.methods[0], 0)]:
+            state, steps = rl.rl_run(job, shared)
+            saved = load_safetensors(paths.models / f"{rl.run_name(*job)}.safetensors")
+            assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+            assert [s["loss"] for s in steps] == log[log.run == rl.run_name(*job)].sort_values("step").loss.tolist()
+    finally:
+        torch.set_num_threads(before)

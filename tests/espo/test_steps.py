@@ -110,3 +110,33 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"espo.rl.grid": [{"task": "sudoku", "variants": ["nope"], "n_seeds": 1}]})
     with pytest.raises(ConfigError, match="nope"):
         config.load_rl(params)
+
+
+def test_rl_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its runs over processes; each run seeds itself, so rerunning one here gives its weights."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.espo.io import read_tables
+
+    paths = smoke_repo.paths(f"{PAPER}-rl")
+    cfg = smoke_repo.config(f"{PAPER}-rl")
+    manifest = read_json(paths.warmstart / "manifest.json")
+    shared = rl.Shared(cfg, read_tables(paths), paths.warmstart, config.ModelConfig(**manifest["model"]),
+                       {task: m["max_len"] for task, m in manifest["tasks"].items()},
+                       load_global(smoke_repo.params).seed, progress_bar=False)
+    jobs = [(e.task, v, s) for e in cfg.grid for v in e.variants for s in range(e.n_seeds)]
+    log = read_parquet(paths.rl_log)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for job in [jobs[-1], jobs[0]]:
+            state, steps = rl.rl_run(job, shared)
+            saved = load_safetensors(paths.models / f"{rl.run_name(*job)}.safetensors")
+            assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+            written = log[log.run == rl.run_name(*job)].sort_values("iteration")
+            assert written.drop(columns=["run", "task", "variant", "seed_index"]).to_dict("records") == steps
+    finally:
+        torch.set_num_threads(before)

@@ -98,8 +98,12 @@ def test_training_runs_are_identical_in_this_process_and_in_workers():
     shared = Shared(cfg, torch.as_tensor(tokens), q=5, m=3, seq_len=12, progress_bar=False)
     jobs = [(cfg.models[0], s, init_seed(0, cfg.models[0].name, s)) for s in range(2)] + [
         (cfg.models[-1], 0, init_seed(0, cfg.models[-1].name, 0))]
-    one = map_runs(train_run, jobs, shared, threads=1, max_threads=1, desc="in process")
-    two = map_runs(train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+    before = torch.get_num_threads()
+    try:
+        one = map_runs(train_run, jobs, shared, threads=1, max_threads=1, desc="in process")
+        two = map_runs(train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+    finally:
+        torch.set_num_threads(before)
     for (w1, l1), (w2, l2) in zip(one, two, strict=True):
         assert l1 == l2 and w1.keys() == w2.keys()
         assert all(torch.equal(w1[k], w2[k]) for k in w1)

@@ -78,3 +78,32 @@ def test_missing_metric_in_evaluation_is_an_error_not_a_pass(smoke_repo, tmp_pat
     with pytest.raises(KeyError, match="frechet_ratio"):
         smoke_repo.run(f"{PAPER}-report", evaluation=tmp_path / "ev.json", **report_outs(tmp_path))
     assert not (tmp_path / "c.json").exists()
+
+
+def test_fits_from_workers_equal_a_fit_in_this_process(smoke_repo, tmp_path):
+    """The step spread its fits over processes; each seeds itself, so refitting one here gives the same file."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.relash.io import model_file, read_hyperlinks, read_nodes, save_models
+    from stages.relash.train import Shared, fit_run
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    seed = load_global(smoke_repo.params).seed
+    shared = Shared(cfg, read_hyperlinks(paths.hyperlinks), read_nodes(paths.nodes), seed)
+    job = (str(shared.hyperlinks.dataset.unique()[-1]), cfg.n_seeds - 1)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        fitted, rows = fit_run(job, shared)
+    finally:
+        torch.set_num_threads(before)
+    save_models(fitted, tmp_path / "refit.safetensors")
+    saved, refit = load_safetensors(model_file(paths.models, *job)), load_safetensors(tmp_path / "refit.safetensors")
+    assert saved.keys() == refit.keys() and all(torch.equal(saved[k], refit[k]) for k in saved)
+    log = read_parquet(paths.train_log)
+    mine = log[(log.dataset == job[0]) & (log.seed_index == job[1])]
+    assert sorted(r["loss"] for r in rows) == sorted(mine.loss.tolist())

@@ -89,3 +89,30 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"text2grad.ppo.schemes": ["text2grad", "magic"]})
     with pytest.raises(ConfigError, match=r"text2grad\.ppo\.schemes"):
         config.load_ppo(params)
+
+
+def test_reward_models_from_workers_equal_one_trained_in_this_process(smoke_repo):
+    """The step spread its reward models over processes; each seeds itself, so retraining one here gives the same."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.text2grad import reward_model
+    from stages.text2grad.io import model_file
+
+    paths = smoke_repo.paths(f"{PAPER}-reward_model")
+    cfg = smoke_repo.config(f"{PAPER}-reward_model")
+    shared = reward_model.read_inputs(cfg, paths, load_global(smoke_repo.params).seed, progress_bar=False)
+    evaluation = read_json(paths.evaluation)
+    variants = list(reward_model.VARIANTS)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for s, name in [(0, variants[0]), (cfg.n_seeds - 1, variants[-1])]:
+            state, scores, _ = reward_model.reward_model_run((s, name), shared)
+            saved = load_safetensors(paths.models / model_file(name, s))
+            assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+            assert scores == evaluation[name][s]
+    finally:
+        torch.set_num_threads(before)
