@@ -13,15 +13,26 @@ def machine_info() -> dict[str, object]:
             "load_average_1min": round(os.getloadavg()[0], 2)}
 
 
+# a run whose machine load at the end was at most its own threads plus this had no other work beside it
+LOAD_MARGIN = 0.5
+
+
 def alone_estimate(timing: dict[str, Any]) -> float | None:
-    """A step's wall time alone from its timing: CPU seconds over its threads, or the wall time where that is
-    lower (CPU seconds beyond wall × threads come from worker processes, which ran side by side).
+    """A step's wall time alone from its timing: the wall time itself where the machine had no other work
+    when it ended, else CPU seconds over its threads, bounded by the wall time. None for timings written
+    before the runner recorded CPU seconds.
 
     Beside other work the wall time grows while the CPU seconds do not, so CPU / threads estimates the time
-    alone; a step whose worker processes each run its threads (denots' train: two one-thread processes) does
-    more CPU seconds than its threads can in the wall time, and only the wall time bounds it. None for
-    timings written before the runner recorded CPU seconds.
+    alone. That assumes the step kept all its threads busy, which is false for a step whose torch work runs at
+    fewer threads than recorded (mvcustom's pretrain: 2 recorded, 1 used) or whose worker processes finish
+    unevenly (the last of nine runs over two processes runs alone): where the 1-minute load at the end was at
+    most ``threads + LOAD_MARGIN``, the run had the machine to itself and its wall time is the measure. CPU
+    seconds beyond wall × threads come from worker processes (denots' train: two one-thread processes with
+    ``threads`` 1), and only the wall time bounds those.
     """
     if "cpu_time_s" not in timing or not timing.get("threads"):
         return None
+    load = timing.get("load_average_1min")
+    if load is not None and load <= timing["threads"] + LOAD_MARGIN:
+        return float(timing["wall_time_s"])
     return min(timing["cpu_time_s"] / timing["threads"], timing["wall_time_s"])

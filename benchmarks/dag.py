@@ -46,8 +46,8 @@ LOW_SHARE_TARGET = 0.1
 LOW_SHARE_REASONS: dict[str, str] = {
     "matrix_denoising-flow_studies": "no torch: float64 NumPy Lanczos on sampled matrices up to 3600×4800 "
                                      "(matrix-vector products, reorthogonalisation in Python)",
-    "mtd_mirror_descent-train": "32-wide, 2-head transformers (3 and 5 layers) at batch 16 × 65 tokens on 1 thread: "
-                                "per-op overhead dominates",
+    "mtd_mirror_descent-train": "32-wide, 2-head transformers (3 and 5 layers) at batch 16 × 65 tokens, 1 thread per "
+                                "process: per-op overhead dominates",
     "denots-train": "adaptive dopri5 solver over a 32-wide GRU cell at batch 32, backpropagated through about 100 "
                     "function evaluations per step: thousands of tiny ops (1 thread per process)",
     "espo-rl": "smoke model d16 × 1 layer is overhead; default d64 × 3 layers, batch 64 × 32 tokens",
@@ -197,7 +197,8 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['median_startup_s']} s. fp32 matmul peak "
              f"{result['matmul_peak_flop_per_s'] / 1e9:.1f} GFLOP/s.", "",
              "Default work is the committed wall time, measured wherever and beside whatever the run had; "
-             "the estimate alone is its CPU seconds over the threads (or the wall time where lower: worker processes), "
+             "the estimate alone is the wall time where the machine was the run's (load at the end at most "
+             "its threads + 0.5), else its CPU seconds over the threads (or the wall time where lower: worker processes), "
              "for timings that record them "
              "(`-` for older ones).", "",
              "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default "

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from benchmarks.common import alone_estimate
+from benchmarks.common import LOAD_MARGIN, alone_estimate
 from benchmarks.timings_gap import gap_rows, markdown
 
 
@@ -18,7 +18,7 @@ def _repo(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     t = tmp_path / "reports" / "p" / "timings"
     _timing(t / "train.json", paper="p", profile="default", step="train", wall_time_s=100.0, cpu_time_s=180.0,
-            threads=2, load_average_1min=1.0)
+            threads=2, load_average_1min=3.0)
     _timing(t / "data.json", paper="p", profile="default", step="data", wall_time_s=5.0)
     _timing(t / "eval.json", paper="p", profile="default", step="eval", wall_time_s=7.0)
     subprocess.run(["git", "add", "-A"], cwd=tmp_path, check=True)
@@ -51,7 +51,8 @@ def test_a_timing_without_cpu_fields_compares_wall_only(tmp_path):
             threads=1, load_average_1min=0.5)
     (row,) = gap_rows(tmp_path)
     assert row["wall_ratio"] == pytest.approx(25.0 / 7.0) and row["cpu_ratio"] is None
-    assert row["committed_alone_estimate_s"] is None and row["alone_estimate_s"] == pytest.approx(20.0)
+    # an idle machine (load 0.5 at one thread): the wall time is the time alone, whatever the CPU seconds
+    assert row["committed_alone_estimate_s"] is None and row["alone_estimate_s"] == pytest.approx(25.0)
 
 
 def test_worker_processes_bound_the_estimate_alone_by_the_wall_time():
@@ -62,6 +63,18 @@ def test_worker_processes_bound_the_estimate_alone_by_the_wall_time():
     shared = {"wall_time_s": 600.0, "cpu_time_s": 500.0, "threads": 2}  # beside other work: CPU / threads
     assert alone_estimate(shared) == pytest.approx(250.0)
     assert alone_estimate({"wall_time_s": 5.0}) is None and alone_estimate({**shared, "threads": 0}) is None
+
+
+def test_a_run_with_the_machine_to_itself_is_its_own_estimate_alone():
+    """CPU / threads assumes every thread stayed busy: a step that recorded 2 threads but used one core (CPU ≈
+    wall) at load 1.0 would be halved. Where the load at the end was at most threads + margin, the wall time
+    counts; above it (other work beside the step), CPU / threads does."""
+    one_core = {"wall_time_s": 1016.0, "cpu_time_s": 1005.0, "threads": 2, "load_average_1min": 1.0}
+    assert alone_estimate(one_core) == pytest.approx(1016.0)
+    uneven = {"wall_time_s": 909.0, "cpu_time_s": 1488.0, "threads": 2, "load_average_1min": 1.53}
+    assert alone_estimate(uneven) == pytest.approx(909.0)
+    busy = {**one_core, "load_average_1min": 2.0 + LOAD_MARGIN + 0.01}
+    assert alone_estimate(busy) == pytest.approx(1005.0 / 2)
 
 
 def test_a_revision_that_is_not_a_commit_is_refused(tmp_path):
