@@ -198,8 +198,8 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['matmul_peak_flop_per_s'] / 1e9:.1f} GFLOP/s.", "",
              "Default work is the committed wall time, measured wherever and beside whatever the run had; "
              "the estimate alone is the wall time where the machine was the run's (load at the end at most "
-             "its threads + 0.5), else its CPU seconds over the threads (or the wall time where lower: worker processes), "
-             "for timings that record them "
+             "its threads + 0.5), else its CPU seconds over the threads (or the wall time where lower: worker "
+             "processes), for timings that record them "
              "(`-` for older ones).", "",
              "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default "
              "| estimate alone (s) |", "|---|---|---|---|---|---|"]
