@@ -11,6 +11,7 @@ from benchmarks.dag import (
     LOW_SHARE_TARGET,
     ROOT,
     markdown,
+    refresh,
     slowest_default_stage,
     startup_table,
     summarise,
@@ -104,3 +105,20 @@ def test_every_committed_slowest_stage_below_the_target_has_a_stated_reason():
            if f.get("fraction_of_peak") is not None and f["fraction_of_peak"] < LOW_SHARE_TARGET]
     assert low, "the committed table has stages below the target; this check would be empty otherwise"
     assert [s for s in low if s not in LOW_SHARE_REASONS] == []
+
+
+def test_refresh_rereads_the_committed_timings_and_keeps_the_smoke_rerun(tmp_path):
+    ws, committed = tmp_path / "ws", tmp_path / "repo"
+    _timing(ws, "alpha", "train", 2.0, "smoke")
+    _timing(committed, "alpha", "train", 300.0, "default", cpu_time_s=400.0, threads=2, load_average_1min=4.0)
+    rows = startup_table(ws, {"alpha-train": {"wall_s": 3.0, "cpu_s": 3.0}}, committed)
+    flops = [{"stage": "alpha-train", "smoke_work_s": 2.0, "flops": 4e9, "flop_per_s": 2e9}]
+    before = summarise(rows, flops, peak=1e10, threads=1)
+    assert before["default_alone_total_s"] == pytest.approx(200.0)
+    # a default rerun alone: half the wall time, the machine the run's own
+    _timing(committed, "alpha", "train", 150.0, "default", cpu_time_s=290.0, threads=2, load_average_1min=1.9)
+    after = refresh(json.loads(json.dumps(before)), committed)
+    assert after["default_work_total_s"] == pytest.approx(150.0)
+    assert after["default_alone_total_s"] == pytest.approx(150.0)
+    assert after["stages"][0]["startup_s"] == pytest.approx(1.0) and after["machine"] == before["machine"]
+    assert after["slowest_stage_flops"][0]["fraction_of_peak"] == pytest.approx(0.2)
