@@ -228,8 +228,9 @@ def markdown(result: dict[str, Any]) -> str:
     if "default_alone_total_s" in result:
         n_alone = len(result["papers_estimated_alone"])
         lines += ["", f"Estimated alone: {result['default_alone_total_s'] / 3600:.2f} h (target {TARGET_HOURS:g} h), "
-                  f"{n_alone} of {len(result['papers'])} papers from their CPU seconds, the rest as measured (an upper "
-                  "bound where they ran beside other work)."]
+                  f"{n_alone} of {len(result['papers'])} papers from timings with CPU seconds (their wall time "
+                  "where the machine was the run's), the rest as measured (an upper bound where they ran beside "
+                  "other work)."]
     lines += ["", "Each paper's slowest default stage, rerun at the smoke profile (FLOPs counted by "
               "`torch.utils.flop_counter`: matmul, convolution, attention):", "",
               "| stage | smoke work (s) | GFLOP | GFLOP/s | fraction of matmul peak | why below 10% |",

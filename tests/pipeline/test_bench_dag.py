@@ -73,7 +73,7 @@ def test_the_estimate_alone_is_cpu_seconds_over_threads_and_needs_every_stage(tm
     assert result["default_alone_total_s"] == pytest.approx(201.5 + 302.0)  # beta as measured
     assert result["papers_estimated_alone"] == ["alpha"]
     text = markdown(result)
-    assert "Estimated alone: 0.14 h (target 4 h), 1 of 2 papers from their CPU seconds" in text
+    assert "Estimated alone: 0.14 h (target 4 h), 1 of 2 papers from timings with CPU seconds" in text
     assert "| alpha | 2 |" in text and "| 201.5 |" in text and "| beta | 2 |" in text and "| - |" in text
 
 
