@@ -17,7 +17,7 @@ from stages.core.gx import validate_table
 from stages.core.io import atomic_dir, save_safetensors, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 
 
 @dataclass(frozen=True)
@@ -37,14 +37,13 @@ class Shared:
     cfg: TrainConfig
     data: TrainingData
     seed: int
-    progress_bar: bool
 
 
 def train_run(job: tuple[str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
     """One (arm, seed index) from scratch, seeded from the job alone: the projector weights and the loss log."""
     arm, s = job
     model, log = train_arm(arm, sh.data, sh.cfg, derive_seed(sh.seed, PAPER, "train", s), desc=f"{arm} seed {s}",
-                           progress_bar=sh.progress_bar)
+                           progress_bar=not in_worker())
     return dict(model.state_dict()), log
 
 
@@ -54,8 +53,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     image_features, text_features = read_features(paths.features, len(specimens), len(texts))
     data = training_data(image_features, text_features, specimens, texts)
     jobs = [(arm, s) for s in range(cfg.n_seeds) for arm in cfg.arms]
-    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
-    results = map_runs(train_run, jobs, Shared(cfg, data, ctx.seed, one_process), threads=ctx.threads,
+    results = map_runs(train_run, jobs, Shared(cfg, data, ctx.seed), threads=ctx.threads,
                        max_threads=cfg.max_threads, desc="biocap runs (arm × seed)")
     rows = []
     with atomic_dir(paths.models) as tmp:

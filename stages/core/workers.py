@@ -30,6 +30,11 @@ def n_workers(threads: int, max_threads: int, n_jobs: int | None = None) -> int:
     return n if n_jobs is None else max(1, min(n, n_jobs))
 
 
+def in_worker() -> bool:
+    """True inside a ``map_runs`` worker: a run keeps its own progress bar off there (the step's bar counts runs)."""
+    return bool(_WORKER)
+
+
 def _init(fn: Callable[[Any, Any], Any], shared: Any, max_threads: int) -> None:
     """Per worker: its torch thread cap, the run function and the data every run shares."""
     cap_threads(max_threads)

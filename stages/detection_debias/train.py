@@ -19,7 +19,7 @@ from stages.core.io import load_safetensors, save_safetensors, write_json, write
 from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 from stages.detection_debias.blueprint_generator import BlueprintGenerator, conditions, generate
 from stages.detection_debias.coco_map import evaluate_detections
 from stages.detection_debias.config import ARMS, GENERATED_ARMS, PAPER, TrainInputs, load_train
@@ -64,10 +64,9 @@ class Shared:
     layouts: pd.DataFrame
     generator: BlueprintGenerator
     seed: int
-    progress_bar: bool = True
 
 
-def read_inputs(cfg: TrainInputs, paths: Paths, seed: int, progress_bar: bool = True) -> Shared:
+def read_inputs(cfg: TrainInputs, paths: Paths, seed: int) -> Shared:
     """The scenes, the synthetic layouts and the generator (in eval mode), as every run reads them."""
     bins = cfg.data.bins()
     objects = read_objects(paths.objects, bins)
@@ -75,8 +74,7 @@ def read_inputs(cfg: TrainInputs, paths: Paths, seed: int, progress_bar: bool = 
     generator = BlueprintGenerator(cfg.generator.width)
     generator.load_state_dict(load_safetensors(paths.generator))
     generator.eval()
-    return Shared(cfg, objects, images, read_layouts(paths.layouts, bins, cfg.detector.n_seeds), generator, seed,
-                  progress_bar)
+    return Shared(cfg, objects, images, read_layouts(paths.layouts, bins, cfg.detector.n_seeds), generator, seed)
 
 
 def split_ids(objects: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -99,7 +97,7 @@ def detector_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.Tens
     tgt = targets([by_image[int(i)] for i in train_ids] + synth_layouts, len(CLASSES), d.image_size)
     model, losses = train_detector(x, tgt, len(CLASSES), det.width, det.lr, det.batch_size, det.trainer,
                                    derive_seed(sh.seed, PAPER, "detector", s), f"{arm} detector, seed {s}",
-                                   sh.progress_bar)
+                                   not in_worker())
     return {k: v.detach().clone() for k, v in model.state_dict().items()}, losses, len(synth_layouts)
 
 
@@ -107,7 +105,7 @@ def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train every augmented arm over ``threads / max_threads`` processes; evaluate every arm here."""
     det = cfg.detector
     jobs = [(s, arm) for s in range(det.n_seeds) for arm in ARMS[1:]]
-    sh = read_inputs(cfg, paths, ctx.seed, n_workers(ctx.threads, det.max_threads, len(jobs)) == 1)
+    sh = read_inputs(cfg, paths, ctx.seed)
     results = map_runs(detector_run, jobs, sh, threads=ctx.threads, max_threads=det.max_threads,
                        desc="detection_debias detectors (seed × arm)", unit="detector")
     weights, log = {}, []

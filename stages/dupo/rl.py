@@ -32,7 +32,7 @@ from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
 from stages.core.transformer import TinyGPT
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 from stages.dupo.config import PAPER, Domains, ModelConfig, RLConfig, load_rl
 from stages.dupo.duality import dupo_rewards, mask_choices, oracle_rewards
 from stages.dupo.expectations import rl_log_suite
@@ -171,7 +171,6 @@ class Shared:
     sft: Path
     spec: ModelConfig
     seed: int
-    progress_bar: bool
 
 
 def rl_run(job: tuple[str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
@@ -179,7 +178,7 @@ def rl_run(job: tuple[str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], l
     method, s = job
     policy, tok = load_model(sh.sft, sh.spec)
     log = train_one(policy, tok, sh.pool, method, sh.cfg, derive_seed(sh.seed, PAPER, "rl", s), run_name(method, s),
-                    sh.progress_bar)
+                    not in_worker())
     return dict(policy.state_dict()), log
 
 
@@ -189,8 +188,7 @@ def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     pool = build_pool(problems, duals, cfg.domains)
     manifest = read_json(Path(paths.sft) / "manifest.json")
     jobs = [(method, s) for s in range(cfg.n_seeds) for method in cfg.methods]
-    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
-    shared = Shared(cfg, pool, Path(paths.sft), ModelConfig(**manifest["model"]), ctx.seed, one_process)
+    shared = Shared(cfg, pool, Path(paths.sft), ModelConfig(**manifest["model"]), ctx.seed)
     results = map_runs(rl_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
                        desc="dupo RL runs (method × seed)")
     frames, runs = [], []

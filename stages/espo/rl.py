@@ -22,7 +22,7 @@ from stages.core.io import atomic_dir, read_json, save_safetensors, write_json, 
 from stages.core.rl import clip_fraction, group_relative_advantages, kl_estimate
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 from stages.espo.config import PAPER, ModelConfig, RLConfig, Variant, load_rl
 from stages.espo.diffusion import MaskedDiffusionLM, load_policy, sample
 from stages.espo.elbo import (
@@ -148,7 +148,6 @@ class Shared:
     spec: ModelConfig
     max_len: dict[str, int]
     seed: int
-    progress_bar: bool
 
 
 def rl_run(job: tuple[str, str, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
@@ -157,7 +156,7 @@ def rl_run(job: tuple[str, str, int], sh: Shared) -> tuple[dict[str, torch.Tenso
     policy = load_policy(sh.warmstart, task, sh.spec, sh.max_len[task])
     train = task_examples(sh.tables, task, "train")  # built in the run: its reward closure does not pickle
     log = train_one(policy, train, sh.cfg.variants[name], sh.cfg, derive_seed(sh.seed, PAPER, "rl", task, s),
-                    run_name(task, name, s), sh.progress_bar)
+                    run_name(task, name, s), not in_worker())
     return dict(policy.state_dict()), log
 
 
@@ -166,9 +165,8 @@ def run(cfg: RLConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     tables = read_tables(paths)
     manifest = read_json(Path(paths.warmstart) / "manifest.json")
     jobs = [(entry.task, name, s) for entry in cfg.grid for name in entry.variants for s in range(entry.n_seeds)]
-    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
     shared = Shared(cfg, tables, Path(paths.warmstart), ModelConfig(**manifest["model"]),
-                    {task: m["max_len"] for task, m in manifest["tasks"].items()}, ctx.seed, one_process)
+                    {task: m["max_len"] for task, m in manifest["tasks"].items()}, ctx.seed)
     results = map_runs(rl_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
                        desc="espo RL runs (task × variant × seed)")
     frames, runs = [], []

@@ -14,7 +14,7 @@ from torch.nn import functional as F
 from stages.core.io import atomic_dir, save_safetensors, write_json, write_parquet
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.trainer import build_trainer
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 from stages.mtd_mirror_descent.config import PAPER, TrainConfig, load_train
 from stages.mtd_mirror_descent.io import load_split, read_tables
 from stages.mtd_mirror_descent.models import build_model, init_seed, lr_factor
@@ -70,7 +70,6 @@ class Shared:
     q: int
     m: int
     seq_len: int
-    progress_bar: bool
 
 
 def train_run(job: tuple[Any, int, int], sh: Shared) -> tuple[dict[str, torch.Tensor], list[float]]:
@@ -78,7 +77,7 @@ def train_run(job: tuple[Any, int, int], sh: Shared) -> tuple[dict[str, torch.Te
     spec, _, seed = job
     lightning.seed_everything(seed, workers=True, verbose=False)
     module = NextTokenModule(build_model(spec, sh.q, sh.m, sh.seq_len, seed), sh.cfg)
-    train_one(module, sh.tokens, sh.cfg, seed, sh.progress_bar)
+    train_one(module, sh.tokens, sh.cfg, seed, not in_worker())
     return dict(module.model.state_dict()), module.losses
 
 
@@ -88,8 +87,7 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     train_tokens, _ = load_split(sequences, tokens, "train")
     q, seq_len = pi.shape[0], train_tokens.shape[1]
     jobs = [(spec, s, init_seed(ctx.seed, spec.name, s)) for spec in cfg.models for s in range(cfg.n_seeds)]
-    one_process = n_workers(ctx.threads, cfg.max_threads, len(jobs)) == 1
-    shared = Shared(cfg, torch.as_tensor(train_tokens), q, m, seq_len, progress_bar=one_process)
+    shared = Shared(cfg, torch.as_tensor(train_tokens), q, m, seq_len)
     results = map_runs(train_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
                        desc="mtd runs (model × seed)")
     logs = []

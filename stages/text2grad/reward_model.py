@@ -19,7 +19,7 @@ from stages.core.io import atomic_dir, save_safetensors, write_json, write_parqu
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.tokenizer import SmallTokenizer
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs
 from stages.text2grad.config import PAPER, RewardModelConfig, load_reward_model
 from stages.text2grad.critic import parse_scores
 from stages.text2grad.io import model_file, read_tables
@@ -59,14 +59,13 @@ class Shared:
     train: pd.DataFrame
     test: pd.DataFrame
     seed: int
-    progress_bar: bool = True
 
 
-def read_inputs(cfg: RewardModelConfig, paths: Paths, seed: int, progress_bar: bool = True) -> Shared:
+def read_inputs(cfg: RewardModelConfig, paths: Paths, seed: int) -> Shared:
     """The rm_train outputs and the rm_test outputs (sorted by id), as every run reads them."""
     _, outputs = read_tables(paths)
     return Shared(cfg, Path(paths.tokenizer), outputs[outputs.split == "rm_train"],
-                  outputs[outputs.split == "rm_test"].sort_values("id"), seed, progress_bar)
+                  outputs[outputs.split == "rm_test"].sort_values("id"), seed)
 
 
 def reward_model_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.Tensor], dict[str, Any], pd.DataFrame]:
@@ -82,7 +81,7 @@ def reward_model_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.
     tokens, mask = sequences(prefixes, targets, tok.pad_id, cfg.model.max_len)
     seed = derive_seed(sh.seed, PAPER, "reward_model", name, s) % 2**32
     lm = build_lm(cfg.model, tok.vocab_size, seed)
-    losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed, sh.progress_bar)
+    losses = fit(lm, tokens, mask, cfg.batch_size, cfg.lr, cfg.trainer, seed, not in_worker())
     lm.eval()
     pred, critiques = predict_word_scores(lm, fmt, list(test.source), list(test.output), cfg.max_critique)
     scores = {
@@ -103,7 +102,7 @@ def reward_model_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, torch.
 def run(cfg: RewardModelConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     """Train both reward models on rm_train per RL seed over ``threads / max_threads`` processes; score rm_test."""
     runs = [(s, name) for s in range(cfg.n_seeds) for name in VARIANTS]
-    sh = read_inputs(cfg, paths, ctx.seed, n_workers(ctx.threads, cfg.max_threads, len(runs)) == 1)
+    sh = read_inputs(cfg, paths, ctx.seed)
     results = map_runs(reward_model_run, runs, sh, threads=ctx.threads, max_threads=cfg.max_threads,
                        desc="reward models")
     vocab_size = SmallTokenizer.load(paths.tokenizer).vocab_size

@@ -108,7 +108,7 @@ def test_train_runs_from_workers_equal_runs_in_this_process(smoke_repo):
     cfg = smoke_repo.config(f"{PAPER}-train")
     specimens, _, texts = read_tables(paths.specimens, paths.taxa, paths.texts)
     data = training_data(*read_features(paths.features, len(specimens), len(texts)), specimens, texts)
-    shared = train.Shared(cfg, data, load_global(smoke_repo.params).seed, progress_bar=False)
+    shared = train.Shared(cfg, data, load_global(smoke_repo.params).seed)
     log = read_parquet(paths.train_log)
     before = torch.get_num_threads()
     try:

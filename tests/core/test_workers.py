@@ -3,14 +3,14 @@
 import pytest
 import torch
 
-from stages.core.workers import map_runs, n_workers
+from stages.core.workers import in_worker, map_runs, n_workers
 
 
-def seeded_draw(job: tuple[int, int], shared: float) -> tuple[int, list[float], int]:
-    """A run seeded from its job alone: its index, a draw scaled by the shared value, its thread count."""
+def seeded_draw(job: tuple[int, int], shared: float) -> tuple[int, list[float], int, bool]:
+    """A run seeded from its job alone: its index, a draw scaled by the shared value, its thread count, where it ran."""
     index, seed = job
     g = torch.Generator().manual_seed(seed)
-    return index, (torch.randn(3, generator=g) * shared).tolist(), torch.get_num_threads()
+    return index, (torch.randn(3, generator=g) * shared).tolist(), torch.get_num_threads(), in_worker()
 
 
 def failing(job: int, shared: None) -> int:
@@ -39,6 +39,8 @@ def test_results_are_in_job_order_and_equal_on_one_process_or_two():
     assert [r[0] for r in two] == list(range(5))
     assert [r[1] for r in one] == [r[1] for r in two]
     assert {r[2] for r in one} == {1} and {r[2] for r in two} == {1}
+    # a run knows whether it is in a worker (its own progress bar stays off there); this process is not one
+    assert {r[3] for r in one} == {False} and {r[3] for r in two} == {True} and not in_worker()
     # the shared value reached every worker
     expected = (torch.randn(3, generator=torch.Generator().manual_seed(100)) * 2.0).tolist()
     assert two[0][1] == expected

@@ -118,7 +118,7 @@ def test_detectors_from_workers_equal_a_detector_trained_in_this_process(smoke_r
 
     paths = smoke_repo.paths(f"{PAPER}-train")
     cfg = smoke_repo.config(f"{PAPER}-train")
-    shared = train.read_inputs(cfg, paths, load_global(smoke_repo.params).seed, progress_bar=False)
+    shared = train.read_inputs(cfg, paths, load_global(smoke_repo.params).seed)
     saved = load_safetensors(paths.models)
     logged = {(r["seed_index"], r["arm"]): r for r in read_json(paths.training)["arms"]}
     before = torch.get_num_threads()

@@ -123,8 +123,7 @@ def test_rl_runs_from_workers_equal_runs_in_this_process(smoke_repo):
     cfg = smoke_repo.config(f"{PAPER}-rl")
     pool = rl.build_pool(*read_tables(paths), cfg.domains)
     spec = config.ModelConfig(**read_json(paths.sft / "manifest.json")["model"])
-    shared = rl.Shared(cfg, pool, paths.sft, spec, load_global(smoke_repo.params).seed,
-                       progress_bar=False)
+    shared = rl.Shared(cfg, pool, paths.sft, spec, load_global(smoke_repo.params).seed)
     log = read_parquet(paths.rl_log)
     before = torch.get_num_threads()
     try:

@@ -126,7 +126,7 @@ def test_rl_runs_from_workers_equal_runs_in_this_process(smoke_repo):
     manifest = read_json(paths.warmstart / "manifest.json")
     shared = rl.Shared(cfg, read_tables(paths), paths.warmstart, config.ModelConfig(**manifest["model"]),
                        {task: m["max_len"] for task, m in manifest["tasks"].items()},
-                       load_global(smoke_repo.params).seed, progress_bar=False)
+                       load_global(smoke_repo.params).seed)
     jobs = [(e.task, v, s) for e in cfg.grid for v in e.variants for s in range(e.n_seeds)]
     log = read_parquet(paths.rl_log)
     before = torch.get_num_threads()

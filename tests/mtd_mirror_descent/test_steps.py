@@ -95,7 +95,7 @@ def test_training_runs_are_identical_in_this_process_and_in_workers():
     cfg = load_section(TrainConfig, f"{PAPER}.train", profile="smoke")
     pi = transition_matrix(5, 0.3, 0.1, np.random.default_rng(0))
     tokens, _, _ = sample_sequences(pi, 3, 12, 8, 1.0, np.random.default_rng(1))
-    shared = Shared(cfg, torch.as_tensor(tokens), q=5, m=3, seq_len=12, progress_bar=False)
+    shared = Shared(cfg, torch.as_tensor(tokens), q=5, m=3, seq_len=12)
     jobs = [(cfg.models[0], s, init_seed(0, cfg.models[0].name, s)) for s in range(2)] + [
         (cfg.models[-1], 0, init_seed(0, cfg.models[-1].name, 0))]
     before = torch.get_num_threads()

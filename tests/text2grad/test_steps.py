@@ -103,7 +103,7 @@ def test_reward_models_from_workers_equal_one_trained_in_this_process(smoke_repo
 
     paths = smoke_repo.paths(f"{PAPER}-reward_model")
     cfg = smoke_repo.config(f"{PAPER}-reward_model")
-    shared = reward_model.read_inputs(cfg, paths, load_global(smoke_repo.params).seed, progress_bar=False)
+    shared = reward_model.read_inputs(cfg, paths, load_global(smoke_repo.params).seed)
     evaluation = read_json(paths.evaluation)
     variants = list(reward_model.VARIANTS)
     before = torch.get_num_threads()
