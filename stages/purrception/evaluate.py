@@ -14,7 +14,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import torch
-from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.image_metrics import FeatureNet, embed_all, frechet_distance, load_feature_net, precision_recall
@@ -22,7 +21,8 @@ from stages.core.io import atomic_path, read_json, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
-from stages.purrception.config import PAPER, EvaluateInputs, load_evaluate
+from stages.core.workers import map_runs
+from stages.purrception.config import PAPER, EvaluateConfig, EvaluateInputs, load_evaluate
 from stages.purrception.expectations import fid_curve_suite
 from stages.purrception.flow_matching import flow_codebook, load_generator, sample_codes
 from stages.purrception.io import read_codes, read_images
@@ -83,8 +83,59 @@ def to_uint8(images: torch.Tensor) -> np.ndarray:
     return (images.clamp(0, 1) * 255).round().to(torch.uint8).numpy()
 
 
+def sample_seed(seed: int, s: int) -> int:
+    """The noise stream of seed index ``s``: every method, sampler, checkpoint and τ of that seed share it."""
+    return derive_seed(seed, PAPER, "sample", s) % 2**63
+
+
+@dataclass(frozen=True)
+class Shared:
+    """What every scoring run reads: settings, the generators' folder, the decoder, the feature net and the
+    reference features (embedded once), the base seed."""
+
+    ev: EvaluateConfig
+    t_eps: float
+    generators: Path
+    vq: VQVAE
+    codebook: torch.Tensor
+    grid: int
+    net: FeatureNet
+    reference: np.ndarray
+    seed: int
+
+
+def score_run(job: tuple[str, str, int, int, float], sh: Shared) -> tuple[dict[str, float], np.ndarray]:
+    """One (method, sampler, seed index, checkpoint, τ): its scores and its first ``grid_samples`` images
+    (uint8); the noise comes from the job's seed index alone."""
+    method, smp, s, step, tau = job
+    ev = sh.ev
+    model = load_generator(sh.generators, method, s, step)
+    images = generate_images(model, sh.vq, sh.codebook, sh.grid, ev.n_samples, ev.sampling_steps, sh.t_eps, tau,
+                             sample_seed(sh.seed, s), ev.batch_size, smp == "stochastic")
+    return score(sh.net, sh.reference, images, ev.knn_k), to_uint8(images[:ev.grid_samples])
+
+
+def shared_inputs(cfg: EvaluateInputs, paths: Paths, seed: int, test_x: torch.Tensor) -> Shared:
+    """The trained decoder and feature net, the scaled codebook and the reference features of the test images."""
+    net = load_feature_net(paths.classifier)
+    vq, tok = load_tokenizer_model(paths.tokenizer)
+    codebook, _ = flow_codebook(paths.tokenizer)
+    reference = embed_all(net, test_x[:cfg.evaluate.n_reference])
+    return Shared(cfg.evaluate, cfg.t_eps, Path(paths.generators), vq, codebook, tok["grid"], net, reference, seed)
+
+
+def jobs_of(manifest: dict[str, Any], temperatures: list[float]) -> list[tuple[str, str, int, int, float]]:
+    """Every arm × seed × checkpoint at τ = 1, then the final Purrception checkpoints at the other τ."""
+    seeds, final = range(manifest["n_seeds"]), manifest["checkpoints"][-1]
+    jobs = [(m, smp, s, step, 1.0) for m, smp in arms(manifest["methods"]) for s in seeds
+            for step in manifest["checkpoints"]]
+    return jobs + [("purrception", smp, s, final, tau) for smp in SAMPLERS["purrception"] for s in seeds
+                   for tau in temperatures if tau != 1.0]
+
+
 def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Score every checkpoint at τ = 1, the final Purrception checkpoints at every τ, the floors, the known-bad."""
+    """Score every checkpoint at τ = 1, the final Purrception checkpoints at every τ, the floors, the known-bad;
+    the sampling runs go over ``threads / max_threads`` processes."""
     ev = cfg.evaluate
     cap_threads(ev.max_threads)
     data = read_images(paths.images, paths.index)
@@ -92,38 +143,31 @@ def run(cfg: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     if ev.n_reference > len(test_x) or ev.n_samples > len(train_x):
         raise ValueError(f"{PAPER}.evaluate: n_reference ≤ {len(test_x)} test and n_samples ≤ {len(train_x)} "
                          "train images are needed")
-    net = load_feature_net(paths.classifier)
-    vq, tok = load_tokenizer_model(paths.tokenizer)
-    codebook, _ = flow_codebook(paths.tokenizer)
+    sh = shared_inputs(cfg, paths, ctx.seed, test_x)
+    net, vq, reference, grid, k = sh.net, sh.vq, sh.reference, sh.grid, ev.knn_k
     manifest = read_json(Path(paths.generators) / "manifest.json")
-    grid, k = tok["grid"], ev.knn_k
-    train_codes = read_codes(paths.codes, tok["codebook_size"], grid * grid)
-    reference = embed_all(net, test_x[:ev.n_reference])
+    codebook_size = len(sh.codebook)
+    train_codes = read_codes(paths.codes, codebook_size, grid * grid)
     real = train_x[:ev.n_samples]
     _, recon = tokenize(vq, real)
     floors = {"real_train_images": score(net, reference, real, k),
               "vq_reconstructions": score(net, reference, recon, k)}
 
     seeds = range(manifest["n_seeds"])
-    sample_seed = {s: derive_seed(ctx.seed, PAPER, "sample", s) % 2**63 for s in seeds}
     known_bad = [score(net, reference, vq.decode_codes(
-        marginal_codes(train_codes, tok["codebook_size"], ev.n_samples, sample_seed[s]).view(-1, grid, grid)), k)
+        marginal_codes(train_codes, codebook_size, ev.n_samples, sample_seed(ctx.seed, s)).view(-1, grid, grid)), k)
         for s in seeds]
 
-    rows, grids = [], {}
     final = manifest["checkpoints"][-1]
     pairs = arms(manifest["methods"])
-    jobs = [(m, smp, s, step, 1.0) for m, smp in pairs for s in seeds for step in manifest["checkpoints"]]
-    jobs += [("purrception", smp, s, final, tau) for smp in SAMPLERS["purrception"] for s in seeds
-             for tau in ev.temperatures if tau != 1.0]
-    for method, smp, s, step, tau in tqdm(jobs, desc="sample and score", unit="ckpt"):
-        model = load_generator(paths.generators, method, s, step)
-        images = generate_images(model, vq, codebook, grid, ev.n_samples, ev.sampling_steps, cfg.t_eps, tau,
-                                 sample_seed[s], ev.batch_size, smp == "stochastic")
-        rows.append({"method": method, "sampler": smp, "seed_index": s, "step": step, "temperature": tau,
-                     **score(net, reference, images, k)})
+    jobs = jobs_of(manifest, ev.temperatures)
+    results = map_runs(score_run, jobs, sh, threads=ctx.threads, max_threads=ev.max_threads,
+                       desc="sample and score", unit="ckpt")
+    rows, grids = [], {}
+    for (method, smp, s, step, tau), (scores, first) in zip(jobs, results, strict=True):
+        rows.append({"method": method, "sampler": smp, "seed_index": s, "step": step, "temperature": tau, **scores})
         if s == 0 and step == final and tau == 1.0:
-            grids[(method, smp)] = to_uint8(images[:ev.grid_samples])
+            grids[(method, smp)] = first
     curves = pd.DataFrame(rows)
     validate_table(curves, f"{PAPER}.fid_curves", fid_curve_suite(len(curves)))
     sample_grid = np.stack([to_uint8(real[:ev.grid_samples]), to_uint8(recon[:ev.grid_samples]),

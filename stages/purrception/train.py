@@ -16,6 +16,7 @@ from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
+from stages.core.workers import in_worker, map_runs
 from stages.purrception.config import PAPER, TrainConfig, load_train
 from stages.purrception.expectations import train_log_suite
 from stages.purrception.flow_matching import FlowTransformer, build_flow_model, flow_codebook, training_loss
@@ -59,8 +60,33 @@ def run_seed(ctx_seed: int, method: str, s: int) -> int:
     return derive_seed(ctx_seed, PAPER, "train", method, s) % 2**32
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every training run reads: the config, the train code grids, the scaled codebook, the shape, the seed."""
+
+    cfg: TrainConfig
+    codes: torch.Tensor
+    codebook: torch.Tensor
+    shape: dict[str, int]
+    seed: int
+
+
+def train_run(job: tuple[str, int], sh: Shared) -> tuple[dict[int, dict[str, torch.Tensor]], list[float]]:
+    """One (method, seed index) from scratch, seeded from the job alone: its checkpoint weights and step losses."""
+    method, s = job
+    cfg = sh.cfg
+    seed = run_seed(sh.seed, method, s)
+    lightning.seed_everything(seed, workers=True, verbose=False)
+    module = FlowModule(build_flow_model(sh.shape, method), sh.codebook, cfg)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(sh.codes), batch_size=cfg.batch_size,
+                                         shuffle=True, drop_last=True, generator=torch.Generator().manual_seed(seed))
+    bar = cfg.trainer.enable_progress_bar and not in_worker()
+    build_trainer(cfg.trainer, enable_progress_bar=bar).fit(module, loader)
+    return module.snapshots, module.losses
+
+
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train every (method, seed) for the same number of steps; write checkpoints and loss curves."""
+    """Train every (method, seed) for the same steps over ``threads / max_threads`` processes; write the weights."""
     cap_threads(cfg.max_threads)
     tok = read_json(Path(paths.tokenizer) / "manifest.json")
     seq_len = tok["grid"] ** 2
@@ -69,22 +95,17 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     shape = {"codebook_size": tok["codebook_size"], "code_dim": tok["code_dim"], "seq_len": seq_len,
              "d_model": cfg.d_model, "n_layers": cfg.n_layers, "n_heads": cfg.n_heads}
     n_params = {m: sum(p.numel() for p in build_flow_model(shape, m).parameters()) for m in cfg.methods}
+    jobs = [(method, s) for method in cfg.methods for s in range(cfg.n_seeds)]
+    results = map_runs(train_run, jobs, Shared(cfg, codes, codebook, shape, ctx.seed), threads=ctx.threads,
+                       max_threads=cfg.max_threads, desc="purrception runs (method × seed)")
     logs = []
     with atomic_dir(paths.generators) as folder:
-        for method in cfg.methods:
-            for s in range(cfg.n_seeds):
-                seed = run_seed(ctx.seed, method, s)
-                lightning.seed_everything(seed, workers=True, verbose=False)
-                module = FlowModule(build_flow_model(shape, method), codebook, cfg)
-                loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(codes), batch_size=cfg.batch_size,
-                                                     shuffle=True, drop_last=True,
-                                                     generator=torch.Generator().manual_seed(seed))
-                build_trainer(cfg.trainer).fit(module, loader)
-                for step, state in module.snapshots.items():
-                    save_safetensors(state, folder / f"{method}_s{s}_step{step}.safetensors",
-                                     metadata={"method": method, "seed_index": str(s), "step": str(step)})
-                logs.append(pd.DataFrame({"method": method, "seed_index": s,
-                                          "step": range(1, len(module.losses) + 1), "loss": module.losses}))
+        for (method, s), (snapshots, losses) in zip(jobs, results, strict=True):
+            for step, state in snapshots.items():
+                save_safetensors(state, folder / f"{method}_s{s}_step{step}.safetensors",
+                                 metadata={"method": method, "seed_index": str(s), "step": str(step)})
+            logs.append(pd.DataFrame({"method": method, "seed_index": s,
+                                      "step": range(1, len(losses) + 1), "loss": losses}))
         write_json({**shape, "methods": list(cfg.methods), "n_seeds": cfg.n_seeds, "checkpoints": cfg.checkpoints,
                     "z_loss_weight": cfg.z_loss_weight, "codebook_scale": scale, "n_params": n_params},
                    folder / "manifest.json")

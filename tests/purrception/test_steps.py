@@ -9,6 +9,7 @@ from stages.core.gx import DataValidationError
 from stages.core.io import read_json, read_parquet, write_parquet
 from stages.core.verdict import VERDICTS, ClaimRecord
 from stages.purrception import config
+from stages.purrception.io import read_codes
 from tests.conftest import write_params
 
 PAPER = "purrception"
@@ -116,3 +117,116 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"purrception.evaluate.temperatures": [0.5, -1.0, 1.0]})
     with pytest.raises(ConfigError, match=r"purrception\.evaluate"):
         config.load_evaluate(params)
+
+
+def _train_shared(smoke_repo):
+    """The train step's Shared, rebuilt from the smoke run's inputs."""
+    from stages.core.config import load_global
+    from stages.purrception import train
+    from stages.purrception.flow_matching import flow_codebook
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    manifest = read_json(paths.generators / "manifest.json")
+    shape = {k: manifest[k] for k in ("codebook_size", "code_dim", "seq_len", "d_model", "n_layers", "n_heads")}
+    codes = read_codes(paths.codes, manifest["codebook_size"], manifest["seq_len"])
+    codebook, _ = flow_codebook(paths.tokenizer)
+    return train.Shared(cfg, codes, codebook, shape, load_global(smoke_repo.params).seed)
+
+
+def _evaluate_shared(smoke_repo):
+    """The evaluate step's Shared, rebuilt from the smoke run's inputs."""
+    from stages.core.config import load_global
+    from stages.purrception import evaluate
+    from stages.purrception.io import read_images
+
+    paths = smoke_repo.paths(f"{PAPER}-evaluate")
+    cfg = smoke_repo.config(f"{PAPER}-evaluate")
+    test_x = read_images(paths.images, paths.index)["test"][0]
+    return evaluate.shared_inputs(cfg, paths, load_global(smoke_repo.params).seed, test_x)
+
+
+def test_train_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its runs over processes; each run seeds itself, so rerunning one here gives its weights."""
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.purrception import train
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    shared = _train_shared(smoke_repo)
+    log = read_parquet(paths.train_log)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for method, s in [(cfg.methods[-1], cfg.n_seeds - 1), (cfg.methods[0], 0)]:
+            snapshots, losses = train.train_run((method, s), shared)
+            assert list(snapshots) == list(cfg.checkpoints)
+            for step, state in snapshots.items():
+                saved = load_safetensors(paths.generators / f"{method}_s{s}_step{step}.safetensors")
+                assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+            written = log[(log.method == method) & (log.seed_index == s)].sort_values("step")
+            assert written.loss.tolist() == losses
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_evaluate_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """Every sampling run draws its noise from its seed index alone: rerunning one here gives the written scores."""
+    from stages.core.threads import cap_threads
+    from stages.purrception import evaluate
+
+    paths = smoke_repo.paths(f"{PAPER}-evaluate")
+    ec = smoke_repo.config(f"{PAPER}-evaluate").evaluate
+    shared = _evaluate_shared(smoke_repo)
+    manifest = read_json(paths.generators / "manifest.json")
+    jobs = evaluate.jobs_of(manifest, ec.temperatures)
+    curves = read_parquet(paths.fid_curves)
+    grid = np.load(paths.samples)
+    pairs = evaluate.arms(manifest["methods"])
+    final = manifest["checkpoints"][-1]
+    picked = [jobs[-1], ("purrception", "deterministic", 0, final, 1.0), ("discrete_fm", "stochastic", 0, final, 1.0)]
+    before = torch.get_num_threads()
+    try:
+        cap_threads(ec.max_threads)  # as in the step's workers
+        for job in picked:
+            assert job in jobs
+            scores, first = evaluate.score_run(job, shared)
+            method, smp, s, step, tau = job
+            row = curves[(curves.method == method) & (curves.sampler == smp) & (curves.seed_index == s)
+                         & (curves.step == step) & (curves.temperature == tau)]
+            assert len(row) == 1 and row[list(scores)].iloc[0].to_dict() == scores
+            if s == 0 and step == final and tau == 1.0:
+                assert np.array_equal(grid[2 + pairs.index((method, smp))], first)
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_train_and_evaluate_runs_are_identical_in_this_process_and_in_two_workers(smoke_repo):
+    """Each run seeds itself from its job, so the results do not depend on how many processes ran them."""
+    from stages.core.workers import map_runs
+    from stages.purrception import evaluate, train
+
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    shared = _train_shared(smoke_repo)
+    jobs = [("purrception", 0), ("purrception", 1), ("discrete_fm", 0)]
+    before = torch.get_num_threads()
+    try:
+        one = map_runs(train.train_run, jobs, shared, threads=1, max_threads=cfg.max_threads, desc="in process")
+        two = map_runs(train.train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+        for (s1, l1), (s2, l2) in zip(one, two, strict=True):
+            assert l1 == l2 and s1.keys() == s2.keys()
+            assert all(torch.equal(s1[c][k], s2[c][k]) for c in s1 for k in s1[c])
+        assert one[0][1] != one[1][1]  # the seeds differ, so a run that ignored its job would fail here
+
+        ev_shared = _evaluate_shared(smoke_repo)
+        final = cfg.checkpoints[-1]
+        ev_jobs = [("purrception", "stochastic", 0, final, 1.0), ("purrception", "stochastic", 1, final, 1.0),
+                   ("cfm_velocity", "deterministic", 1, cfg.checkpoints[0], 1.0)]
+        one = map_runs(evaluate.score_run, ev_jobs, ev_shared, threads=1, max_threads=1, desc="in process")
+        two = map_runs(evaluate.score_run, ev_jobs, ev_shared, threads=2, max_threads=1, desc="two workers")
+        for (sc1, g1), (sc2, g2) in zip(one, two, strict=True):
+            assert sc1 == sc2 and np.array_equal(g1, g2)
+        assert one[0][0] != one[1][0]
+    finally:
+        torch.set_num_threads(before)
