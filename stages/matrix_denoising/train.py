@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.io import read_parquet, write_parquet
 from stages.core.stage import StageContext, Step, inp, out
+from stages.core.workers import map_runs
 from stages.matrix_denoising.config import PAPER, TrainConfig, limit_threads, load_train
 from stages.matrix_denoising.dynamics import overlap_trajectories_rgd
 from stages.matrix_denoising.expectations import instances_suite, trajectories_suite
@@ -40,13 +41,34 @@ def simulate_instance(group: pd.DataFrame, cfg: TrainConfig) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every instance's run reads: the config and the step's global thread budget."""
+
+    cfg: TrainConfig
+    threads: int
+
+
+@cache
+def limit_once(max_threads: int, threads: int) -> int:
+    """``limit_threads`` once per process: a worker's NumPy BLAS pool is capped like the step's own."""
+    return limit_threads(max_threads, threads)
+
+
+def instance_run(group: pd.DataFrame, sh: Shared) -> pd.DataFrame:
+    """One matrix's trajectories, from its own seeds (the instance table holds them)."""
+    limit_once(sh.cfg.max_threads, sh.threads)
+    return simulate_instance(group, sh.cfg)
+
+
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Simulate every instance; the table has one row per (instance, init, recorded t)."""
+    """Simulate every instance over ``threads / max_threads`` processes; one row per (instance, init, recorded t)."""
     limit_threads(cfg.max_threads, ctx.threads)
     instances = read_parquet(paths.instances)
     validate_table(instances, "matrix_denoising.instances", instances_suite)
-    groups = list(instances.groupby("instance", sort=True))
-    frames = [simulate_instance(g, cfg) for _, g in tqdm(groups, desc="RGD instances", unit="matrix")]
+    groups = [g for _, g in instances.groupby("instance", sort=True)]
+    frames = map_runs(instance_run, groups, Shared(cfg, ctx.threads), threads=ctx.threads,
+                      max_threads=cfg.max_threads, desc="RGD instances", unit="matrix")
     traj = pd.concat(frames, ignore_index=True)
     validate_table(traj, "matrix_denoising.trajectories", trajectories_suite)
     write_parquet(traj, paths.trajectories)
