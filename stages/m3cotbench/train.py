@@ -1,5 +1,6 @@
 """Step ``train``: per seed, the direct and CoT image-to-text models; then every model's and reasoner's
-outputs on the test scans (sample 0 greedy, samples 1.. at the sampling temperature)."""
+outputs on the test scans (sample 0 greedy, samples 1.. at the sampling temperature). The (seed, model)
+runs are independent and go over worker processes (stages/core/workers.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from stages.core.gx import validate_table
 from stages.core.io import save_safetensors, write_json, write_parquet
 from stages.core.seeding import derive_seed, rng
 from stages.core.stage import StageContext, Step, inp, out
-from stages.core.threads import cap_threads
+from stages.core.workers import in_worker, map_runs
 from stages.m3cotbench.config import PAPER, TrainConfig, TrainInputs, load_train
 from stages.m3cotbench.expectations import outputs_suite
 from stages.m3cotbench.io import read_images, read_scenes, scene_of
@@ -27,6 +28,7 @@ from stages.m3cotbench.scene import TASKS, gold
 
 TASK_LIST = list(TASKS)
 MAX_LEN = 8  # six key steps, the answer, EOS
+MODEL_KINDS = ("direct", "cot")  # the trained models, in their order in every output
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def targets(scenes: pd.DataFrame, cot: bool, vocab: list[str]) -> tuple[np.ndarr
 
 
 def train_model(cfg: TrainConfig, images: torch.Tensor, rows: np.ndarray, tasks: np.ndarray, seqs: np.ndarray,
-                vocab_size: int, seed: int, desc: str) -> tuple[ImageToText, list[float]]:
+                vocab_size: int, seed: int, desc: str, progress_bar: bool = True) -> tuple[ImageToText, list[float]]:
     """Teacher-forced cross-entropy training (Adam), batches drawn by a seeded permutation."""
     torch.manual_seed(seed)
     model = ImageToText(vocab_size, len(TASK_LIST), cfg.channels, cfg.hidden)
@@ -65,7 +67,7 @@ def train_model(cfg: TrainConfig, images: torch.Tensor, rows: np.ndarray, tasks:
     losses = []
     n_tasks = len(TASK_LIST)  # items are scan-major: scan i holds items n_tasks * i .. n_tasks * i + n_tasks - 1
     scan_ids = rows[::n_tasks]
-    for _ in tqdm(range(cfg.epochs), desc=desc, unit="epoch"):
+    for _ in tqdm(range(cfg.epochs), desc=desc, unit="epoch", disable=not progress_bar):
         perm, total = gen.permutation(len(scan_ids)), 0.0
         for b in range(0, len(perm), cfg.batch_size):
             scans = perm[b:b + cfg.batch_size]
@@ -101,38 +103,66 @@ def greedy_accuracy(model: ImageToText, images: torch.Tensor, rows: np.ndarray, 
     return float(np.mean([first_answer(g) == first_answer(s) for g, s in zip(gen_tok, seqs, strict=True)]))
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every run reads: the config, the scans, the train/val/test scene tables, the vocabulary and the seed."""
+
+    cfg: TrainConfig
+    images: torch.Tensor
+    train: pd.DataFrame
+    val: pd.DataFrame
+    test: pd.DataFrame
+    vocab: list[str]
+    seed: int
+
+
+def model_run(job: tuple[int, str], sh: Shared) -> tuple[dict[str, Any], dict[str, torch.Tensor], list[list[str]]]:
+    """One (seed index, model kind), seeded from the job alone: its training record, its weights and its texts
+    on the test items (one list per sample)."""
+    seed_index, kind = job
+    c, images, vocab, test = sh.cfg, sh.images, sh.vocab, sh.test
+    tr = targets(sh.train, kind == "cot", vocab)
+    model, losses = train_model(c, images, sh.train.scan.to_numpy()[tr[0]], tr[1], tr[2], len(vocab),
+                                derive_seed(sh.seed, PAPER, "train", kind, seed_index),
+                                f"train {kind} seed {seed_index}", progress_bar=not in_worker())
+    va = targets(sh.val, kind == "cot", vocab)
+    training = {"seed_index": seed_index, "model": kind, "loss": losses,
+                "val_accuracy": greedy_accuracy(model, images, sh.val.scan.to_numpy()[va[0]], va[1], va[2], vocab)}
+    weights = {f"seed{seed_index}.{kind}.{k}": v.detach().clone() for k, v in model.state_dict().items()}
+    te = targets(test, kind == "cot", vocab)
+    scan_rows = test.scan.to_numpy()[te[0]]
+    gen_t = torch.Generator().manual_seed(derive_seed(sh.seed, PAPER, "sample", kind, seed_index))
+    texts = []
+    for sample in range(c.n_samples + 1):
+        toks = generate(model, images, scan_rows, te[1], 0.0 if sample == 0 else c.temperature, gen_t)
+        g = rng(sh.seed, PAPER, "render", kind, seed_index, sample)
+        texts.append([tokens_to_text(list(t), vocab, g) for t in toks])
+    return training, weights, texts
+
+
 def run(cfg: TrainInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train, generate and write every output text."""
+    """Train and generate per (seed, model) over ``threads / max_threads`` processes; the reasoners' texts and
+    the shuffled-steps control per seed here; write every output text."""
     c = cfg.train
-    cap_threads(c.max_threads)
     scenes = read_scenes(paths.scenes)
     images = read_images(paths.images, len(scenes))
     vocab = vocabulary()
     split = {s: scenes[scenes.split == s] for s in ("train", "val", "test")}
     test = split["test"]
     test_scenes = [scene_of(r) for _, r in test.iterrows()]
+    jobs = [(seed_index, kind) for seed_index in range(c.n_seeds) for kind in MODEL_KINDS]
+    shared = Shared(c, images, split["train"], split["val"], test, vocab, ctx.seed)
+    results = map_runs(model_run, jobs, shared, threads=ctx.threads, max_threads=c.max_threads,
+                       desc="m3cotbench runs (seed × model)")
+    by_job = dict(zip(jobs, results, strict=True))
     weights, training, records = {}, [], []
+    items = [(i, k) for i in range(len(test)) for k in range(len(TASK_LIST))]
     for seed_index in range(c.n_seeds):
         texts: dict[str, list[list[str]]] = {}
-        for kind in ("direct", "cot"):
-            tr = targets(split["train"], kind == "cot", vocab)
-            model, losses = train_model(c, images, split["train"].scan.to_numpy()[tr[0]], tr[1], tr[2], len(vocab),
-                                        derive_seed(ctx.seed, PAPER, "train", kind, seed_index),
-                                        f"train {kind} seed {seed_index}")
-            va = targets(split["val"], kind == "cot", vocab)
-            training.append({"seed_index": seed_index, "model": kind, "loss": losses,
-                             "val_accuracy": greedy_accuracy(model, images, split["val"].scan.to_numpy()[va[0]],
-                                                             va[1], va[2], vocab)})
-            weights.update({f"seed{seed_index}.{kind}.{k}": v.detach().clone() for k, v in model.state_dict().items()})
-            te = targets(test, kind == "cot", vocab)
-            scan_rows = test.scan.to_numpy()[te[0]]
-            gen_t = torch.Generator().manual_seed(derive_seed(ctx.seed, PAPER, "sample", kind, seed_index))
-            texts[kind] = []
-            for sample in range(c.n_samples + 1):
-                toks = generate(model, images, scan_rows, te[1], 0.0 if sample == 0 else c.temperature, gen_t)
-                g = rng(ctx.seed, PAPER, "render", kind, seed_index, sample)
-                texts[kind].append([tokens_to_text(list(t), vocab, g) for t in toks])
-        items = [(i, k) for i in range(len(test)) for k in range(len(TASK_LIST))]
+        for kind in MODEL_KINDS:
+            record, state, texts[kind] = by_job[seed_index, kind]
+            training.append(record)
+            weights.update(state)
         for name, fn in (("rule_based", rule_based), ("unfaithful", unfaithful), ("shortcut", shortcut)):
             texts[name] = []
             for sample in range(c.n_samples + 1):

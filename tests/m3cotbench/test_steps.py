@@ -66,3 +66,68 @@ def test_a_corrupted_scene_table_is_refused(smoke_repo, tmp_path):
     with pytest.raises(DataValidationError):
         smoke_repo.run(f"{PAPER}-train", scenes=bad, models=tmp_path / "m.safetensors",
                        outputs=tmp_path / "o.parquet", training=tmp_path / "t.json")
+
+
+def _train_shared(smoke_repo):
+    """The step's shared inputs, read from the smoke DAG's tables as the step reads them."""
+    from stages.core.config import load_global
+    from stages.m3cotbench import train
+    from stages.m3cotbench.io import read_images, read_scenes
+    from stages.m3cotbench.model import vocabulary
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train").train
+    scenes = read_scenes(paths.scenes)
+    split = {s: scenes[scenes.split == s] for s in ("train", "val", "test")}
+    return train.Shared(cfg, read_images(paths.images, len(scenes)), split["train"], split["val"], split["test"],
+                        vocabulary(), load_global(smoke_repo.params).seed)
+
+
+def test_train_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its (seed, model) runs over processes; each seeds itself, so rerunning one here gives its
+    weights, training record and texts."""
+    import torch
+
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.m3cotbench import train
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    shared = _train_shared(smoke_repo)
+    cfg = shared.cfg
+    saved = load_safetensors(paths.models)
+    training = read_json(paths.training)
+    outputs = read_parquet(paths.outputs)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        for seed_index, kind in [(cfg.n_seeds - 1, "cot"), (0, "direct")]:
+            record, weights, texts = train.model_run((seed_index, kind), shared)
+            assert record in training
+            assert weights.keys() <= saved.keys() and all(torch.equal(saved[k], weights[k]) for k in weights)
+            assert len([k for k in saved if k.startswith(f"seed{seed_index}.{kind}.")]) == len(weights)
+            written = outputs[(outputs.seed_index == seed_index) & (outputs.model == kind)]
+            assert [written[written["sample"] == i].text.tolist() for i in range(cfg.n_samples + 1)] == texts
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_train_runs_are_identical_in_this_process_and_in_workers(smoke_repo):
+    """Each run seeds itself from its job, so the results do not depend on how many processes ran them."""
+    import torch
+
+    from stages.core.workers import map_runs
+    from stages.m3cotbench import train
+
+    shared = _train_shared(smoke_repo)
+    jobs = [(0, "cot"), (1, "direct"), (0, "direct")]
+    before = torch.get_num_threads()
+    try:
+        one = map_runs(train.model_run, jobs, shared, threads=1, max_threads=1, desc="in process")
+        two = map_runs(train.model_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+    finally:
+        torch.set_num_threads(before)
+    for (r1, w1, t1), (r2, w2, t2) in zip(one, two, strict=True):
+        assert r1 == r2 and t1 == t2 and w1.keys() == w2.keys()
+        assert all(torch.equal(w1[k], w2[k]) for k in w1)
+    assert one[1][0]["loss"] != one[2][0]["loss"]  # the seeds differ, so a run that ignored its job would fail

@@ -116,3 +116,29 @@ def test_reward_models_from_workers_equal_one_trained_in_this_process(smoke_repo
             assert scores == evaluation[name][s]
     finally:
         torch.set_num_threads(before)
+
+
+def test_ppo_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its PPO runs over processes; each seeds itself, so rerunning one here gives its curve."""
+    import pandas as pd
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.threads import cap_threads
+    from stages.text2grad import ppo
+
+    paths = smoke_repo.paths(f"{PAPER}-ppo")
+    cfg = smoke_repo.config(f"{PAPER}-ppo")
+    shared = ppo.read_inputs(cfg, paths, load_global(smoke_repo.params).seed)
+    curves = read_parquet(paths.curves)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        # the last run of the step (an oracle arm, last seed) and the first (a reward-model arm, seed 0)
+        for scheme, s in [(cfg.schemes[-1], cfg.n_seeds - 1), (cfg.schemes[0], 0)]:
+            curve = ppo.ppo_run((scheme, s), shared)
+            written = curves[(curves.scheme == scheme) & (curves.seed == s)].reset_index(drop=True)
+            here = pd.DataFrame([{"scheme": scheme, "seed": s, **p} for p in curve])[ppo.COLUMNS]
+            pd.testing.assert_frame_equal(written, here, check_exact=True)
+    finally:
+        torch.set_num_threads(before)
