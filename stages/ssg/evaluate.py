@@ -12,7 +12,6 @@ import pandas as pd
 import torch
 from torch.nn import functional as F
 from torch.utils.flop_counter import FlopCounterMode
-from tqdm import tqdm
 
 from stages.core.gx import validate_table
 from stages.core.image_metrics import FeatureNet, embed_all, frechet_distance, load_feature_net, precision_recall
@@ -20,6 +19,7 @@ from stages.core.io import atomic_path, read_json, write_json, write_parquet
 from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
+from stages.core.workers import map_runs
 from stages.ssg.config import PAPER, EvaluateConfig, EvaluateInputs, load_evaluate
 from stages.ssg.expectations import results_suite
 from stages.ssg.guidance import Arm, Cost, sample, scale_high_frequency_share
@@ -127,8 +127,68 @@ def row(seed_index: int, split: str, arm: Arm, scores: dict[str, float]) -> dict
             "beta": arm.beta, "temperature": arm.temperature, **scores}
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every run reads: the config, the tokenizer, the transformers' folder, the scorer with the real features,
+    the train tokens (the marginal generator) and the base seed."""
+
+    cfg: EvaluateConfig
+    vq: MultiScaleVQ
+    var: Path
+    scorer: Scorer
+    real: dict[str, np.ndarray]
+    train_tokens: torch.Tensor
+    codebook_size: int
+    scales: list[int]
+    seed: int
+
+
+@dataclass(frozen=True)
+class FinalRun:
+    """One (seed, arm) on the test split: scores, per-scale high-frequency shares, counted cost (None for the
+    marginal generator) and the first ``grid_samples`` images."""
+
+    scores: dict[str, float]
+    high_frequency_share: list[float]
+    cost: dict[str, Any] | None
+    grid: torch.Tensor
+
+
+MARGINAL = Arm("marginal")
+
+
+def validation_run(job: tuple[int, Arm], sh: Shared) -> dict[str, float]:
+    """One (seed index, arm) of the validation grid, its random numbers from the seed alone: FD, precision, recall."""
+    s, arm = job
+    model, _ = load_var(sh.var, s)
+    images, _ = generate(model, sh.vq, arm, sh.cfg, sh.cfg.n_val_samples, derive_seed(sh.seed, PAPER, "val", s))
+    return sh.scorer.score(images, sh.real["val"])
+
+
+def final_run(job: tuple[int, Arm], sh: Shared) -> FinalRun:
+    """One (seed index, chosen arm) on the test split, or the seed's marginal generator (``MARGINAL``)."""
+    s, arm = job
+    cfg, codebook = sh.cfg, sh.vq.codebook.weight.detach()
+    if arm == MARGINAL:
+        codes = marginal_codes(sh.train_tokens, sh.codebook_size, cfg.n_test_samples, sh.scales,
+                               derive_seed(sh.seed, PAPER, "marginal", s))
+        with torch.inference_mode():
+            images = torch.cat([sh.vq.decode_codes([c[i:i + 500] for c in codes])
+                                for i in range(0, len(codes[0]), 500)])
+        cost = None
+    else:
+        model, _ = load_var(sh.var, s)
+        images, codes = generate(model, sh.vq, arm, cfg, cfg.n_test_samples, derive_seed(sh.seed, PAPER, "test", s))
+        # cost at the largest β of the grid, so SSG's work is counted even where validation chose β = 0
+        costed = Arm(arm.name, arm.prior, max(cfg.beta_grid), arm.temperature) if arm.prior else arm
+        cost = sampling_cost(model, sh.vq, costed, cfg)
+    return FinalRun(sh.scorer.score(images, sh.real["test"]), scale_high_frequency_share(codebook, codes), cost,
+                   images[:cfg.grid_samples].clone())
+
+
 def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Validation grid → chosen knobs → test scores, per seed; the known-bad and the reconstruction references."""
+    """Validation grid → chosen knobs → test scores, per seed (each phase's seed × arm runs over
+    ``threads / max_threads`` processes); the known-bad and the reconstruction references."""
     cfg = inputs.evaluate
     cap_threads(cfg.max_threads)
     data = read_images(paths.images, paths.index)
@@ -142,33 +202,36 @@ def run(inputs: EvaluateInputs, paths: Paths, ctx: StageContext) -> dict[str, An
     codebook = vq.codebook.weight.detach()
     _, recon = tokenize(vq, data["test"][0])
     rows = [row(-1, "test", Arm("reconstruction"), scorer.score(recon, real["test"]))]
+    shared = Shared(cfg, vq, Path(paths.var), scorer, real, train_tokens, manifest["codebook_size"], scales, ctx.seed)
+    seed_indices = range(inputs.n_seeds)
+    val_jobs = [(s, arm) for s in seed_indices for arm in validation_arms(cfg)]
+    val_scores = map_runs(validation_run, val_jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
+                          desc="ssg validation grid (seed × arm)", unit="arm")
+    val_rows: dict[int, list[dict[str, Any]]] = {s: [] for s in seed_indices}
+    for (s, arm), scores in zip(val_jobs, val_scores, strict=True):
+        val_rows[s].append(row(s, "val", arm, scores))
+    chosen = {s: chosen_arms(cfg, pd.DataFrame(val_rows[s])) for s in seed_indices}
+    test_jobs = [(s, arm) for s in seed_indices for arm in [*chosen[s], MARGINAL]]
+    tested = dict(zip(test_jobs, map_runs(final_run, test_jobs, shared, threads=ctx.threads,
+                                          max_threads=cfg.max_threads, desc="ssg test (seed × arm)", unit="arm"),
+                      strict=True))
+    cap_threads(cfg.max_threads)
     seeds, grid_images = [], []
-    for s in range(inputs.n_seeds):
-        model, _ = load_var(paths.var, s)
-        val_rows = []
-        for arm in tqdm(validation_arms(cfg), desc=f"validation grid, seed {s}", unit="arm"):
-            images, _ = generate(model, vq, arm, cfg, cfg.n_val_samples, derive_seed(ctx.seed, PAPER, "val", s))
-            val_rows.append(row(s, "val", arm, scorer.score(images, real["val"])))
-        rows += val_rows
-        arms = chosen_arms(cfg, pd.DataFrame(val_rows))
+    for s in seed_indices:
+        rows += val_rows[s]
+        arms = chosen[s]
         hf, cost = {}, {}
-        for arm in tqdm(arms, desc=f"test, seed {s}", unit="arm"):
-            images, codes = generate(model, vq, arm, cfg, cfg.n_test_samples, derive_seed(ctx.seed, PAPER, "test", s))
-            rows.append(row(s, "test", arm, scorer.score(images, real["test"])))
-            hf[arm.name] = scale_high_frequency_share(codebook, codes)
-            # cost at the largest β of the grid, so SSG's work is counted even where validation chose β = 0
-            costed = Arm(arm.name, arm.prior, max(cfg.beta_grid), arm.temperature) if arm.prior else arm
-            cost[arm.name] = sampling_cost(model, vq, costed, cfg)
+        for arm in arms:
+            done = tested[(s, arm)]
+            rows.append(row(s, "test", arm, done.scores))
+            hf[arm.name], cost[arm.name] = done.high_frequency_share, done.cost
             if s == 0:
-                grid_images.append(images[:cfg.grid_samples])
-        bad = marginal_codes(train_tokens, manifest["codebook_size"], cfg.n_test_samples, scales,
-                             derive_seed(ctx.seed, PAPER, "marginal", s))
-        with torch.inference_mode():
-            bad_images = torch.cat([vq.decode_codes([c[i:i + 500] for c in bad]) for i in range(0, len(bad[0]), 500)])
-        rows.append(row(s, "test", Arm("marginal"), scorer.score(bad_images, real["test"])))
-        hf["marginal"] = scale_high_frequency_share(codebook, bad)
+                grid_images.append(done.grid)
+        bad = tested[(s, MARGINAL)]
+        rows.append(row(s, "test", MARGINAL, bad.scores))
+        hf["marginal"] = bad.high_frequency_share
         if s == 0:
-            grid_images = [data["test"][0][:cfg.grid_samples], bad_images[:cfg.grid_samples], *grid_images]
+            grid_images = [data["test"][0][:cfg.grid_samples], bad.grid, *grid_images]
         seeds.append({"seed_index": s, "chosen": {a.name: {"prior": a.prior, "beta": a.beta,
                                                             "temperature": a.temperature} for a in arms},
                       "high_frequency_share": hf, "cost": cost})

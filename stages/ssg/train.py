@@ -18,6 +18,7 @@ from stages.core.seeding import derive_seed
 from stages.core.stage import StageContext, Step, inp, out
 from stages.core.threads import cap_threads
 from stages.core.trainer import build_trainer
+from stages.core.workers import in_worker, map_runs
 from stages.ssg.config import PAPER, TrainConfig, load_train
 from stages.ssg.expectations import train_log_suite
 from stages.ssg.io import N_CLASSES, read_tokens
@@ -94,8 +95,46 @@ def mean_loss(model: NextScaleTransformer, tokens: torch.Tensor, inputs: torch.T
     return total / tokens.numel()
 
 
+@dataclass(frozen=True)
+class Shared:
+    """What every run reads: the config, the train and validation tensors, the tokenizer's sizes and the seed."""
+
+    cfg: TrainConfig
+    train: tuple[torch.Tensor, ...]
+    val: tuple[torch.Tensor, ...]
+    codebook_size: int
+    code_dim: int
+    scales: list[int]
+    seed: int
+
+
+def build_model(sh: Shared) -> NextScaleTransformer:
+    """A fresh transformer of the configured shape (initialised from torch's global generator)."""
+    cfg = sh.cfg
+    return NextScaleTransformer(sh.codebook_size, sh.code_dim, N_CLASSES, sh.scales, cfg.d_model, cfg.n_layers,
+                                cfg.n_heads)
+
+
+def train_run(s: int, sh: Shared) -> tuple[dict[str, torch.Tensor], list[tuple[int, float]], dict[str, Any]]:
+    """One seed index from scratch, seeded from it alone: the weights, the logged losses and the summary."""
+    cfg = sh.cfg
+    seed = derive_seed(sh.seed, PAPER, "train", s) % 2**32
+    lightning.seed_everything(seed, workers=True, verbose=False)
+    model = build_model(sh)
+    module = NextScaleModule(model, cfg)
+    loader = batch_loader(sh.train, cfg.batch_size, seed)
+    epochs = -(-cfg.trainer.max_steps * cfg.batch_size // len(sh.train[0]))
+    bar = cfg.trainer.enable_progress_bar and not in_worker()
+    build_trainer(cfg.trainer, max_epochs=epochs, enable_progress_bar=bar).fit(module, loader)
+    model.eval()
+    summary = {"seed_index": s, "train_loss": mean_loss(model, *sh.train), "val_loss": mean_loss(model, *sh.val),
+               "steps": int(module.global_step)}
+    return dict(model.state_dict()), module.log_rows, summary
+
+
 def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
-    """Train ``n_seeds`` transformers (a seed: initialisation, batch order and label dropout); validation loss."""
+    """Train ``n_seeds`` transformers (a seed: initialisation, batch order and label dropout) over
+    ``threads / max_threads`` processes; validation loss; FLOPs of one step and the manifest here."""
     threads = cap_threads(cfg.max_threads)
     vq, manifest = load_vq(paths.tokenizer)
     scales, seq_len = manifest["scales"], manifest["seq_len"]
@@ -104,22 +143,19 @@ def run(cfg: TrainConfig, paths: Paths, ctx: StageContext) -> dict[str, Any]:
     for split in ("train", "val"):
         tokens, labels = read_tokens(paths.tokens, manifest["codebook_size"], seq_len, split)
         data[split] = (tokens, teacher_inputs(codebook, tokens, scales), labels)
+    shared = Shared(cfg, data["train"], data["val"], manifest["codebook_size"], manifest["code_dim"], scales,
+                    ctx.seed)
+    jobs = list(range(cfg.n_seeds))
+    results = map_runs(train_run, jobs, shared, threads=ctx.threads, max_threads=cfg.max_threads,
+                       desc="ssg runs (seed)")
+    cap_threads(cfg.max_threads)
     rows, seeds = [], []
     with atomic_dir(paths.var) as folder:
-        for s in range(cfg.n_seeds):
-            seed = derive_seed(ctx.seed, PAPER, "train", s) % 2**32
-            lightning.seed_everything(seed, workers=True, verbose=False)
-            model = NextScaleTransformer(manifest["codebook_size"], manifest["code_dim"], N_CLASSES, scales,
-                                         cfg.d_model, cfg.n_layers, cfg.n_heads)
-            module = NextScaleModule(model, cfg)
-            loader = batch_loader(data["train"], cfg.batch_size, seed)
-            epochs = -(-cfg.trainer.max_steps * cfg.batch_size // len(data["train"][0]))
-            build_trainer(cfg.trainer, max_epochs=epochs).fit(module, loader)
-            model.eval()
-            rows += [{"seed_index": s, "step": step, "loss": loss} for step, loss in module.log_rows]
-            seeds.append({"seed_index": s, "train_loss": mean_loss(model, *data["train"]),
-                          "val_loss": mean_loss(model, *data["val"]), "steps": int(module.global_step)})
-            save_safetensors(dict(model.state_dict()), folder / f"var_s{s}.safetensors")
+        for s, (state, log_rows, summary) in zip(jobs, results, strict=True):
+            rows += [{"seed_index": s, "step": step, "loss": loss} for step, loss in log_rows]
+            seeds.append(summary)
+            save_safetensors(state, folder / f"var_s{s}.safetensors")
+        model = build_model(shared)  # the FLOP count depends on the shapes only, not on the trained weights
         n_params = sum(p.numel() for p in model.parameters())
         flops = step_flops(model.train(), data["train"], cfg.batch_size)
         write_json({"codebook_size": manifest["codebook_size"], "code_dim": manifest["code_dim"],

@@ -100,3 +100,127 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, "default", **{"ssg.report.gates": ["no such check"]})
     with pytest.raises(ConfigError, match=r"ssg\.report\.gates"):
         config.load_report(params)
+
+
+def test_train_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """The step spread its seeds over processes; each run seeds itself, so rerunning one here gives its weights,
+    its logged losses and its summary; the FLOP count of a fresh model of the same shape is the manifest's."""
+    import torch
+
+    from stages.core.config import load_global
+    from stages.core.io import load_safetensors
+    from stages.core.threads import cap_threads
+    from stages.ssg import train
+    from stages.ssg.io import read_tokens
+    from stages.ssg.multiscale_vq import load_vq
+
+    paths = smoke_repo.paths(f"{PAPER}-train")
+    cfg = smoke_repo.config(f"{PAPER}-train")
+    vq, m = load_vq(paths.tokenizer)
+    data = {}
+    for split in ("train", "val"):
+        tokens, labels = read_tokens(paths.tokens, m["codebook_size"], m["seq_len"], split)
+        data[split] = (tokens, train.teacher_inputs(vq.codebook.weight.detach(), tokens, m["scales"]), labels)
+    shared = train.Shared(cfg, data["train"], data["val"], m["codebook_size"], m["code_dim"], m["scales"],
+                          load_global(smoke_repo.params).seed)
+    manifest = read_json(paths.var / "manifest.json")
+    log = read_parquet(paths.train_log)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.max_threads)  # as in the step's workers
+        s = cfg.n_seeds - 1
+        state, log_rows, summary = train.train_run(s, shared)
+        saved = load_safetensors(paths.var / f"var_s{s}.safetensors")
+        assert saved.keys() == state.keys() and all(torch.equal(saved[k], state[k]) for k in state)
+        written = log[log.seed_index == s].sort_values("step")
+        assert list(zip(written.step, written.loss, strict=True)) == log_rows
+        assert manifest["seeds"][s] == summary
+        model = train.build_model(shared)
+        assert sum(p.numel() for p in model.parameters()) == manifest["n_parameters"]
+        assert train.step_flops(model.train(), data["train"], cfg.batch_size) == manifest["step_flops"]
+    finally:
+        torch.set_num_threads(before)
+
+
+def _evaluate_shared(smoke_repo):
+    """The evaluate step's shared inputs, built as the step builds them."""
+    from pathlib import Path
+
+    from stages.core.config import load_global
+    from stages.core.image_metrics import load_feature_net
+    from stages.ssg import evaluate
+    from stages.ssg.io import read_images, read_tokens
+    from stages.ssg.multiscale_vq import load_vq
+
+    paths = smoke_repo.paths(f"{PAPER}-evaluate")
+    cfg = smoke_repo.config(f"{PAPER}-evaluate").evaluate
+    data = read_images(paths.images, paths.index)
+    vq, m = load_vq(paths.tokenizer)
+    size = int(read_json(Path(paths.classifier) / "manifest.json")["image_size"])
+    scorer = evaluate.Scorer(load_feature_net(paths.classifier), size, cfg.knn_k)
+    real = {split: scorer.features(data[split][0]) for split in ("val", "test")}
+    train_tokens, _ = read_tokens(paths.tokens, m["codebook_size"], m["seq_len"], "train")
+    return evaluate.Shared(cfg, vq, Path(paths.var), scorer, real, train_tokens, m["codebook_size"], m["scales"],
+                           load_global(smoke_repo.params).seed)
+
+
+def test_evaluate_runs_from_workers_equal_runs_in_this_process(smoke_repo):
+    """Each validation and test run draws its numbers from its seed index alone, so rerunning some here gives the
+    written scores, high-frequency shares and costs exactly."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from stages.core.config import load_global
+    from stages.core.threads import cap_threads
+    from stages.ssg import evaluate
+    from stages.ssg.guidance import Arm
+
+    paths = smoke_repo.paths(f"{PAPER}-evaluate")
+    n_seeds = smoke_repo.config(f"{PAPER}-evaluate").n_seeds
+    results = read_parquet(paths.results)
+    ev = read_json(paths.evaluation)
+    before = torch.get_num_threads()
+    try:
+        with threadpool_limits(load_global(smoke_repo.params).threads):
+            shared = _evaluate_shared(smoke_repo)
+            cap_threads(shared.cfg.max_threads)  # as in the step's workers
+            s = n_seeds - 1
+            val = results[(results.split == "val") & (results.seed_index == s)]
+            for arm in evaluate.validation_arms(shared.cfg)[::3]:
+                scores = evaluate.validation_run((s, arm), shared)
+                written = val[(val.arm == arm.name) & (val.beta == arm.beta) & (val.temperature == arm.temperature)]
+                assert len(written) == 1 and written[["fd", "precision", "recall"]].iloc[0].to_dict() == scores
+            chosen = ev["seeds"][s]["chosen"]
+            test = results[(results.split == "test") & (results.seed_index == s)]
+            for name in ("ssg_dse", "marginal"):
+                arm = evaluate.MARGINAL if name == "marginal" else Arm(name, **chosen[name])
+                done = evaluate.final_run((s, arm), shared)
+                assert test[test.arm == name][["fd", "precision", "recall"]].iloc[0].to_dict() == done.scores
+                assert ev["seeds"][s]["high_frequency_share"][name] == done.high_frequency_share
+                assert done.cost == ev["seeds"][s]["cost"].get(name)
+            assert done.cost is None and done.grid.shape[0] == shared.cfg.grid_samples
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_evaluate_runs_are_identical_in_this_process_and_in_workers(smoke_repo):
+    """The runs' results do not depend on how many processes ran them."""
+    import torch
+
+    from stages.core.workers import map_runs
+    from stages.ssg import evaluate
+
+    shared = _evaluate_shared(smoke_repo)
+    n_seeds = smoke_repo.config(f"{PAPER}-evaluate").n_seeds
+    arms = evaluate.validation_arms(shared.cfg)
+    jobs = [(0, arms[1]), (n_seeds - 1, arms[1]), (0, evaluate.MARGINAL)]
+    before = torch.get_num_threads()
+    try:
+        one = map_runs(evaluate.final_run, jobs, shared, threads=1, max_threads=1, desc="in process")
+        two = map_runs(evaluate.final_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(one, two, strict=True):
+        assert (a.scores, a.high_frequency_share, a.cost) == (b.scores, b.high_frequency_share, b.cost)
+        assert torch.equal(a.grid, b.grid)
+    assert one[0].scores != one[1].scores  # the seeds differ, so a run that ignored its job would fail here
