@@ -68,6 +68,7 @@ class ViewsConfig(Section):
     max_shift: int = Field(ge=0, le=8)
     flip: bool
     image_batch_size: int = Field(ge=1, le=1024)
+    max_threads: MaxThreads
 
     @model_validator(mode="after")
     def _check(self) -> ViewsConfig:

@@ -101,3 +101,42 @@ def test_bad_params_are_refused_with_the_dotted_key(tmp_path):
     params = write_params(tmp_path, **{"fga.report.gates": ["no such check"]})
     with pytest.raises(ConfigError, match=r"gates"):
         config.load_report(params)
+
+
+def test_views_conditions_from_workers_equal_conditions_in_this_process(smoke_repo):
+    """Each condition seeds itself, so recomputing one here (and over 2 processes) gives the written embeddings."""
+    import torch
+
+    from stages.assets.image_encoder import load_image_encoder
+    from stages.assets.loaders import load_images
+    from stages.core.config import load_global
+    from stages.core.threads import cap_threads
+    from stages.core.workers import map_runs
+    from stages.fga import views
+    from stages.fga.io import load_clip_model, read_splits
+
+    paths = smoke_repo.paths(f"{PAPER}-views")
+    cfg = smoke_repo.config(f"{PAPER}-views")
+    data, splits = load_images(paths.images), read_splits(paths.splits)
+    model, extra = load_clip_model(paths.clip, cfg.clip.embed_dim, cfg.clip.hidden)
+    source = {"train": data.train_images, "test": data.test_images}
+    parts = {r: splits[splits.role == r] for r in ("pool", "test", "val")}
+    images = {r: source[p.source.iloc[0]][p["index"].to_numpy()] for r, p in parts.items()}
+    shared = views.Shared(cfg, load_image_encoder(paths.image_encoder), model, extra["feature_mean"],
+                          extra["feature_std"], images, load_global(smoke_repo.params).seed)
+    table, written = read_parquet(paths.views), load_safetensors(paths.embeddings)
+    conditions = views.conditions(cfg)
+    before = torch.get_num_threads()
+    try:
+        cap_threads(cfg.views.max_threads)  # as in the step's workers
+        assert torch.equal(views.condition_run(("pool", "clean", 0, 1), shared), written["pool"])
+        role, kind, severity, _ = conditions[-1]
+        rows = table[(table.tensor == "views") & (table.role == role) & (table.kind == kind)
+                     & (table.severity == severity)].row.to_numpy()
+        assert torch.equal(views.condition_run(conditions[-1], shared), written["views"][rows])
+        jobs = [conditions[0], conditions[1]]  # the clean test condition and the first shifted one
+        in_process = [views.condition_run(job, shared) for job in jobs]
+        from_workers = map_runs(views.condition_run, jobs, shared, threads=2, max_threads=1, desc="t")
+        assert all(torch.equal(a, b) for a, b in zip(in_process, from_workers, strict=True))
+    finally:
+        torch.set_num_threads(before)
