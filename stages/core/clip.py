@@ -22,13 +22,14 @@ CLIP_INIT_TEMPERATURE = 0.07  # CLIP §2.5: learnable temperature initialised to
 MAX_LOGIT_SCALE = 100.0        # and clipped so the logits are scaled by at most 100
 
 
-def encode_images(encoder: Any, images: np.ndarray, batch_size: int = 64, desc: str = "encode images") -> np.ndarray:
-    """Pooled features (n, d) float32 of uint8 RGB images (n, H, W, 3), in batches, with a progress bar."""
+def encode_images(encoder: Any, images: np.ndarray, batch_size: int = 64, desc: str = "encode images",
+                  progress: bool = True) -> np.ndarray:
+    """Pooled features (n, d) float32 of uint8 RGB images (n, H, W, 3), in batches (a progress bar if ``progress``)."""
     if images.ndim != 4 or images.shape[-1] != 3 or images.dtype != np.uint8:
         raise ValueError(f"expected uint8 images (n, H, W, 3), got {images.shape} {images.dtype}")
     out = []
     with torch.no_grad():
-        for start in tqdm(range(0, len(images), batch_size), desc=desc, unit="batch"):
+        for start in tqdm(range(0, len(images), batch_size), desc=desc, unit="batch", disable=not progress):
             x = torch.as_tensor(images[start:start + batch_size]).permute(0, 3, 1, 2).float()
             out.append(encoder.features(x).numpy())
     return np.concatenate(out).astype(np.float32) if out else np.zeros((0, 0), np.float32)

@@ -61,15 +61,6 @@ class Shared:
     seed: int
 
 
-def image_features(encoder: EfficientNetLite0, rgb: np.ndarray, batch_size: int, desc: str) -> np.ndarray:
-    """:func:`encode_images`; inside a worker the same batches without its progress bar (the same features)."""
-    if not in_worker():
-        return encode_images(encoder, rgb, batch_size, desc=desc)
-    with torch.no_grad():
-        return np.concatenate([encoder.features(torch.as_tensor(rgb[i:i + batch_size]).permute(0, 3, 1, 2).float())
-                               .numpy() for i in range(0, len(rgb), batch_size)]).astype(np.float32)
-
-
 def condition_run(job: tuple[str, str, int, int], sh: Shared) -> torch.Tensor:
     """One condition (role, kind, severity, n_views), seeded from the job alone: its unit image embeddings.
 
@@ -81,7 +72,7 @@ def condition_run(job: tuple[str, str, int, int], sh: Shared) -> torch.Tensor:
     v, c = sh.cfg.views, sh.cfg.clip
 
     def embed(rgb: np.ndarray, desc: str) -> torch.Tensor:
-        feats = image_features(sh.encoder, rgb, v.image_batch_size, desc)
+        feats = encode_images(sh.encoder, rgb, v.image_batch_size, desc, progress=not in_worker())
         with torch.no_grad():
             return sh.model.embed_images(standardise(feats, sh.feature_mean, sh.feature_std), "image")
 
