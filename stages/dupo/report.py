@@ -224,7 +224,7 @@ def run(cfg: ReportInputs, paths: Paths, ctx: StageContext) -> dict[str, Any]:
                  gate_text=gate_text, methods=method_rows(runs, ev["sft"], log), reranks=rerank_rows(ev["rerank"]),
                  steps=int(log.step.max()), n_runs=len(runs), over_greedy=over_greedy, rerank_n=RERANK_N,
                  random_pick=float(np.mean([r["random"][0] for r in ev["rerank"]["per_seed"]])),
-                 oracle_fraction=cfg.report.oracle_fraction,
+                 oracle_fraction=cfg.report.oracle_fraction, per_seed=per_seed,
                  fail_by_op=[{"hidden number's operation": op, "share failing the filter": v}
                              for op, v in ev["filter"]["fail_share_by_op"].items()])
     return {"verdict": claim.verdict}
