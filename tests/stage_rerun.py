@@ -35,10 +35,11 @@ TIMED_OUTPUTS = frozenset({"report", "claim"})
 
 
 def shows_progress(entry: Any) -> bool:
-    """Whether the step's own code (its paper's files it imports) draws a tqdm progress bar."""
+    """Whether the step's own code (its paper's files it imports) draws a tqdm progress bar, itself or
+    through ``map_runs`` (stages/core/workers.py, whose bar counts the runs)."""
     own = ROOT / "stages" / entry.paper
     files = dag.import_closure(f"stages.{entry.paper}.{entry.step}")
-    return any(f.is_relative_to(own) and "tqdm(" in f.read_text() for f in files)
+    return any(f.is_relative_to(own) and ("tqdm(" in (text := f.read_text()) or "map_runs(" in text) for f in files)
 
 
 def longest_stage(smoke_repo: SmokeRepo, paper: str) -> Any:
