@@ -116,17 +116,12 @@ def test_train_runs_are_identical_in_this_process_and_in_workers(smoke_repo):
     """Each run seeds itself from its job, so the results do not depend on how many processes ran them."""
     import torch
 
-    from stages.core.workers import map_runs
     from stages.m3cotbench import train
+    from tests.runs import in_one_and_two_processes
 
     shared = _train_shared(smoke_repo)
     jobs = [(0, "cot"), (1, "direct"), (0, "direct")]
-    before = torch.get_num_threads()
-    try:
-        one = map_runs(train.model_run, jobs, shared, threads=1, max_threads=1, desc="in process")
-        two = map_runs(train.model_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
-    finally:
-        torch.set_num_threads(before)
+    one, two = in_one_and_two_processes(train.model_run, jobs, shared)
     for (r1, w1, t1), (r2, w2, t2) in zip(one, two, strict=True):
         assert r1 == r2 and t1 == t2 and w1.keys() == w2.keys()
         assert all(torch.equal(w1[k], w2[k]) for k in w1)

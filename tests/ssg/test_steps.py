@@ -207,19 +207,14 @@ def test_evaluate_runs_are_identical_in_this_process_and_in_workers(smoke_repo):
     """The runs' results do not depend on how many processes ran them."""
     import torch
 
-    from stages.core.workers import map_runs
     from stages.ssg import evaluate
+    from tests.runs import in_one_and_two_processes
 
     shared = _evaluate_shared(smoke_repo)
     n_seeds = smoke_repo.config(f"{PAPER}-evaluate").n_seeds
     arms = evaluate.validation_arms(shared.cfg)
     jobs = [(0, arms[1]), (n_seeds - 1, arms[1]), (0, evaluate.MARGINAL)]
-    before = torch.get_num_threads()
-    try:
-        one = map_runs(evaluate.final_run, jobs, shared, threads=1, max_threads=1, desc="in process")
-        two = map_runs(evaluate.final_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
-    finally:
-        torch.set_num_threads(before)
+    one, two = in_one_and_two_processes(evaluate.final_run, jobs, shared)
     for a, b in zip(one, two, strict=True):
         assert (a.scores, a.high_frequency_share, a.cost) == (b.scores, b.high_frequency_share, b.cost)
         assert torch.equal(a.grid, b.grid)
