@@ -100,6 +100,8 @@ def with_committed(row: dict[str, Any], committed: Path = ROOT) -> dict[str, Any
         if "cpu_time_s" in committed_timing:  # timings written since the runner records CPU seconds
             row["default_cpu_s"] = committed_timing["cpu_time_s"]
             row["default_alone_estimate_s"] = round(alone_estimate(committed_timing), 2)
+        if "reference_work_ms" in committed_timing:  # the speed of the machine the timing was measured on
+            row["default_reference_work_ms"] = committed_timing["reference_work_ms"]
         row["default_startup_share"] = round(startup / (startup + d), 4) if startup + d > 0 else None
     return row
 
@@ -193,6 +195,8 @@ def summarise(rows: list[dict], flops: list[dict], peak: float, threads: int) ->
         # an estimate of the paper's default time alone, only when every stage's timing has CPU seconds
         p["default_alone_estimate_s"] = (round(sum(r["default_alone_estimate_s"] for r in own), 2)
                                          if all("default_alone_estimate_s" in r for r in own) else None)
+        speeds = sorted(r["default_reference_work_ms"] for r in own if "default_reference_work_ms" in r)
+        p["default_reference_work_ms"] = speeds[len(speeds) // 2] if speeds else None
     for f in flops:
         f["fraction_of_peak"] = round(f["flop_per_s"] / peak, 5) if f["flop_per_s"] is not None else None
     startups = sorted(r["startup_s"] for r in rows)
@@ -213,16 +217,20 @@ def markdown(result: dict[str, Any]) -> str:
              f"{result['median_startup_s']} s. fp32 matmul peak "
              f"{result['matmul_peak_flop_per_s'] / 1e9:.1f} GFLOP/s.", "",
              "Default work is the committed wall time, measured wherever and beside whatever the run had; "
-             "the estimate alone is the wall time where the machine was the run's (load at the end at most "
-             "its threads + 0.5), else its CPU seconds over the threads (or the wall time where lower: worker "
-             "processes), for timings that record them "
-             "(`-` for older ones).", "",
+             "the estimate alone is the wall time where the machine was the run's (other work over the run "
+             "averaging at most a quarter core; for timings older than that record, the load at the end at most "
+             "its threads + 0.5), else its CPU seconds over threads × worker processes (or the wall time where "
+             "lower), for timings that record CPU seconds (`-` for older ones). The machine's speed is the "
+             "median CPU time of the runner's fixed single-thread reference work in the paper's timings (lower "
+             "is faster; `-` where they predate it): timings from machines of different speed do not add up to "
+             "one machine's time.", "",
              "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default "
-             "| estimate alone (s) |", "|---|---|---|---|---|---|"]
+             "| estimate alone (s) | machine speed (ms) |", "|---|---|---|---|---|---|---|"]
     for name, p in sorted(result["papers"].items()):
-        alone = p.get("default_alone_estimate_s")
+        alone, speed = p.get("default_alone_estimate_s"), p.get("default_reference_work_ms")
         lines.append(f"| {name} | {p['stages']} | {p['startup_s']} | {p['default_work_s']} | "
-                     f"{p['default_startup_share']} | {'-' if alone is None else alone} |")
+                     f"{p['default_startup_share']} | {'-' if alone is None else alone} | "
+                     f"{'-' if speed is None else speed} |")
     lines += ["", f"Committed default work of all papers: {result.get('default_work_total_s', 0) / 3600:.2f} h "
               "of wall time as measured."]
     if "default_alone_total_s" in result:

@@ -107,6 +107,53 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
+def machine_busy_seconds() -> float | None:
+    """CPU seconds every process on the machine has spent busy since boot (Linux ``/proc/stat``), else None.
+
+    Its change over a step, less the step's own CPU seconds, is the other work that shared the machine with
+    the step over its whole run (the load average at its end sees only its last minute)."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields[1:8])
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
+def reference_work_ms(repeats: int = 3) -> float:
+    """CPU milliseconds of a fixed single-thread Python workload (best of ``repeats``): this machine's speed.
+
+    Timings written on different machines differ by the machine as well as by the code; the benchmarks put
+    them on one scale by this number (the machine behind most committed timings and a slower one differed
+    1.9× on the same single-thread step)."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.process_time()
+        table: dict[int, int] = {}
+        acc = 0
+        for i in range(60_000):
+            table[i % 997] = table.get(i % 997, 0) + i
+            acc += (i * i) % 7
+        sorted(table.values(), reverse=acc < 0)
+        best = min(best, time.process_time() - start)
+    return round(best * 1000, 3)
+
+
+def peak_processes() -> int:
+    """The most processes a step's runs went over (``map_runs`` workers), 1 for a step that used none."""
+    workers = sys.modules.get("stages.core.workers")
+    return max(1, getattr(workers, "PEAK_PROCESSES", 1)) if workers is not None else 1
+
+
+def reset_peak_processes() -> None:
+    """Start a step's count of worker processes afresh (a process that runs several steps, as the tests do)."""
+    workers = sys.modules.get("stages.core.workers")
+    if workers is not None:
+        workers.PEAK_PROCESSES = 1
+
+
 def threads_in_effect(configured: int) -> int:
     """Torch's intra-op thread count when the step ends (lowered by ``cap_threads``), else the configured count.
 
@@ -114,6 +161,23 @@ def threads_in_effect(configured: int) -> int:
     halves for a step capped to one thread on two."""
     torch = sys.modules.get("torch")
     return int(torch.get_num_threads()) if torch is not None else configured
+
+
+def step_timing(paper: str, step: str, profile: str, threads: int, start: float, cpu_start: float,
+                busy_start: float | None) -> dict[str, Any]:
+    """A step's timing: wall and CPU seconds, threads and processes, the other work beside it, this machine's speed.
+
+    ``other_cpu_s`` is the machine's busy CPU seconds over the step less the step's own: other work that ran
+    beside it at any point of its run. ``processes`` is the peak number of ``map_runs`` workers."""
+    wall, cpu = time.perf_counter() - start, cpu_seconds() - cpu_start
+    busy_end = machine_busy_seconds()
+    timing: dict[str, Any] = {"paper": paper, "step": step, "profile": profile, "wall_time_s": round(wall, 3),
+                              "cpu_time_s": round(cpu, 3), "threads": threads_in_effect(threads),
+                              "processes": peak_processes(), "load_average_1min": round(os.getloadavg()[0], 2)}
+    if busy_start is not None and busy_end is not None:
+        timing["other_cpu_s"] = round(max(0.0, busy_end - busy_start - cpu), 3)
+    timing["reference_work_ms"] = reference_work_ms()
+    return timing
 
 
 def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[str, Any]],
@@ -128,15 +192,13 @@ def run_stage(paper: str, step: str, run: Callable[[C, P, StageContext], dict[st
     seed_everything(glob.seed)
     ctx = StageContext(paper=paper, step=step, seed=glob.seed, profile=glob.profile, threads=glob.threads)
     outs = output_paths(paths) + ([timing] if timing else [])
-    start, cpu_start = time.perf_counter(), cpu_seconds()
+    reset_peak_processes()
+    start, cpu_start, busy_start = time.perf_counter(), cpu_seconds(), machine_busy_seconds()
     try:
         sweep_temp(outs)
         result = run(cfg, paths, ctx)
         if timing is not None:
-            write_json({"paper": paper, "step": step, "profile": glob.profile,
-                        "wall_time_s": round(time.perf_counter() - start, 3),
-                        "cpu_time_s": round(cpu_seconds() - cpu_start, 3), "threads": threads_in_effect(glob.threads),
-                        "load_average_1min": round(os.getloadavg()[0], 2)}, timing)
+            write_json(step_timing(paper, step, glob.profile, glob.threads, start, cpu_start, busy_start), timing)
     except BaseException as err:
         left = remove_outputs_reporting(outs)
         err.stage_outputs_left = left  # type: ignore[attr-defined]

@@ -22,6 +22,8 @@ J = TypeVar("J")
 R = TypeVar("R")
 
 _WORKER: dict[str, Any] = {}
+# the most worker processes any map_runs call of this step started (the stage runner records it in the timing)
+PEAK_PROCESSES = 1
 
 
 def n_workers(threads: int, max_threads: int, n_jobs: int | None = None) -> int:
@@ -52,7 +54,9 @@ def map_runs(fn: Callable[[J, Any], R], jobs: Sequence[J], shared: Any, *, threa
     ``fn`` must be a module-level function (it is sent to the workers by name) and must seed its run
     from ``job`` alone. ``shared`` is sent once to each worker. A failing run raises here.
     """
+    global PEAK_PROCESSES
     workers = n_workers(threads, max_threads, len(jobs))
+    PEAK_PROCESSES = max(PEAK_PROCESSES, workers)
     if workers == 1:
         cap_threads(max_threads)
         return [fn(job, shared) for job in tqdm(jobs, desc=desc, unit=unit)]

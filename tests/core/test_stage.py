@@ -69,6 +69,46 @@ def test_timing_records_the_threads_a_capped_step_ran_with(tmp_path, smoke_param
         torch.set_num_threads(before)
 
 
+def _draw(job: int, shared: None) -> int:
+    return job * job
+
+
+def test_timing_records_the_worker_processes_and_the_other_work_beside_the_step(tmp_path):
+    """``processes`` is the peak number of map_runs workers (1 without any); ``other_cpu_s`` is the machine's busy
+    CPU seconds over the step less the step's own: a busy neighbour for the whole step shows in it."""
+    import subprocess
+
+    from stages.core.workers import map_runs
+    from tests.conftest import write_params
+
+    params = write_params(tmp_path, threads=2)
+
+    def with_workers(cfg, paths, ctx):
+        assert map_runs(_draw, [1, 2, 3], None, threads=2, max_threads=1, desc="draws") == [1, 4, 9]
+        return _succeeds(cfg, paths, ctx)
+
+    def beside_a_neighbour(cfg, paths, ctx):
+        end = time.perf_counter() + 1.5
+        while time.perf_counter() < end:  # the step's own CPU, while the neighbour burns its own
+            pass
+        return _succeeds(cfg, paths, ctx)
+
+    first, second, third = (tmp_path / "t" / f"{n}.json" for n in ("workers", "alone", "neighbour"))
+    run_stage("toy", "step", with_workers, None, _paths(tmp_path), params, first)
+    run_stage("toy", "step", _succeeds, None, _paths(tmp_path), params, second)
+    neighbour = subprocess.Popen([sys.executable, "-c", "import time\nend = time.perf_counter() + 3\n"
+                                  "while time.perf_counter() < end: pass"])
+    try:
+        run_stage("toy", "step", beside_a_neighbour, None, _paths(tmp_path), params, third)
+    finally:
+        neighbour.wait()
+    assert read_json(first)["processes"] == 2 and read_json(second)["processes"] == 1  # reset per step
+    t = read_json(third)
+    # the neighbour was busy for the step's whole 1.5 s (a 2-core machine can share it out at worst half and half)
+    assert t["other_cpu_s"] >= 0.5 and t["cpu_time_s"] >= 0.5
+    assert t["reference_work_ms"] > 0
+
+
 def test_timing_counts_cpu_seconds_of_the_step_and_its_children(tmp_path, smoke_params):
     import subprocess
 

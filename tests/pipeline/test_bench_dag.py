@@ -41,7 +41,7 @@ def test_startup_is_the_command_time_minus_the_work_and_its_share_uses_the_defau
                                               "flop_per_s": 2e9}], peak=1e10, threads=1)
     assert result["papers"]["alpha"] == {"stages": 2, "startup_s": 9.0, "default_work_s": 96.0,
                                          "default_startup_share": pytest.approx(9.0 / 105.0, abs=1e-4),
-                                         "default_alone_estimate_s": None}
+                                         "default_alone_estimate_s": None, "default_reference_work_ms": None}
     assert result["slowest_stage_flops"][0]["fraction_of_peak"] == pytest.approx(0.2)
     text = markdown(result)
     assert "| alpha | 2 | 9.0 | 96.0 |" in text and "| alpha-train | 2.0 | 4.000 | 2.00 | 0.2 |  |" in text

@@ -77,6 +77,19 @@ def test_a_run_with_the_machine_to_itself_is_its_own_estimate_alone():
     assert alone_estimate(busy) == pytest.approx(1005.0 / 2)
 
 
+def test_other_work_over_the_whole_run_decides_whether_the_machine_was_the_steps():
+    """Since timings record ``other_cpu_s`` and ``processes``: other work averaging at most a quarter core over the
+    run leaves the wall time as the estimate; more, and CPU seconds over threads × processes count (a step capped at
+    one thread over two workers records threads 1, and CPU / 1 would double it)."""
+    quiet = {"wall_time_s": 1777.0, "cpu_time_s": 1211.0, "threads": 1, "processes": 1, "load_average_1min": 4.0,
+             "other_cpu_s": 0.2 * 1777.0}
+    assert alone_estimate(quiet) == pytest.approx(1777.0)  # the load at the end alone would have said busy
+    loaded = {**quiet, "other_cpu_s": 2.0 * 1777.0, "load_average_1min": 1.0}
+    assert alone_estimate(loaded) == pytest.approx(1211.0)  # busy all along, quiet at the end
+    workers = {"wall_time_s": 497.0, "cpu_time_s": 967.0, "threads": 1, "processes": 2, "other_cpu_s": 400.0}
+    assert alone_estimate(workers) == pytest.approx(483.5)
+
+
 def test_a_revision_that_is_not_a_commit_is_refused(tmp_path):
     _repo(tmp_path)
     with pytest.raises(ValueError, match="not a commit"):
