@@ -192,9 +192,12 @@ def summarise(rows: list[dict], flops: list[dict], peak: float, threads: int) ->
         total = p["startup_s"] + p["default_work_s"]
         p["default_startup_share"] = round(p["startup_s"] / total, 4) if total else None
         own = [r for r in rows if r["paper"] == name]
-        # an estimate of the paper's default time alone, only when every stage's timing has CPU seconds
-        p["default_alone_estimate_s"] = (round(sum(r["default_alone_estimate_s"] for r in own), 2)
-                                         if all("default_alone_estimate_s" in r for r in own) else None)
+        # an estimate of the paper's default time alone where any stage's timing has CPU seconds; a stage whose
+        # timing predates them counts as measured (a data step of seconds must not void a paper's estimate)
+        measured = [r for r in own if "default_alone_estimate_s" not in r]
+        p["default_stages_as_measured"] = len(measured)
+        p["default_alone_estimate_s"] = (round(sum(r.get("default_alone_estimate_s", r.get("default_work_s", 0.0))
+                                                   for r in own), 2) if len(measured) < len(own) else None)
         speeds = sorted(r["default_reference_work_ms"] for r in own if "default_reference_work_ms" in r)
         p["default_reference_work_ms"] = speeds[len(speeds) // 2] if speeds else None
     for f in flops:
@@ -207,7 +210,8 @@ def summarise(rows: list[dict], flops: list[dict], peak: float, threads: int) ->
             # the target's measure: each paper alone where its timings allow it, else as measured (an upper bound)
             "default_alone_total_s": round(sum(p["default_work_s"] if p["default_alone_estimate_s"] is None
                                                else p["default_alone_estimate_s"] for p in papers.values()), 2),
-            "papers_estimated_alone": sorted(n for n, p in papers.items() if p["default_alone_estimate_s"] is not None)}
+            "papers_estimated_alone": sorted(n for n, p in papers.items() if p["default_alone_estimate_s"] is not None
+                                             and not p["default_stages_as_measured"])}
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -228,17 +232,19 @@ def markdown(result: dict[str, Any]) -> str:
              "| estimate alone (s) | machine speed (ms) |", "|---|---|---|---|---|---|---|"]
     for name, p in sorted(result["papers"].items()):
         alone, speed = p.get("default_alone_estimate_s"), p.get("default_reference_work_ms")
+        partly = (f" ({p['default_stages_as_measured']} of {p['stages']} stages as measured)"
+                  if alone is not None and p.get("default_stages_as_measured") else "")
         lines.append(f"| {name} | {p['stages']} | {p['startup_s']} | {p['default_work_s']} | "
-                     f"{p['default_startup_share']} | {'-' if alone is None else alone} | "
+                     f"{p['default_startup_share']} | {'-' if alone is None else alone}{partly} | "
                      f"{'-' if speed is None else speed} |")
     lines += ["", f"Committed default work of all papers: {result.get('default_work_total_s', 0) / 3600:.2f} h "
               "of wall time as measured."]
     if "default_alone_total_s" in result:
         n_alone = len(result["papers_estimated_alone"])
         lines += ["", f"Estimated alone: {result['default_alone_total_s'] / 3600:.2f} h (target {TARGET_HOURS:g} h), "
-                  f"{n_alone} of {len(result['papers'])} papers from timings with CPU seconds (their wall time "
-                  "where the machine was the run's), the rest as measured (an upper bound where they ran beside "
-                  "other work)."]
+                  f"{n_alone} of {len(result['papers'])} papers from timings with CPU seconds in every stage (their "
+                  "wall time where the machine was the run's); the other papers' stages without CPU seconds count as "
+                  "measured (an upper bound where they ran beside other work)."]
     lines += ["", "Each paper's slowest default stage, rerun at the smoke profile (FLOPs counted by "
               "`torch.utils.flop_counter`: matmul, convolution, attention):", "",
               "| stage | smoke work (s) | GFLOP | GFLOP/s | fraction of matmul peak | why below 10% |",
