@@ -100,8 +100,6 @@ def with_committed(row: dict[str, Any], committed: Path = ROOT) -> dict[str, Any
         if "cpu_time_s" in committed_timing:  # timings written since the runner records CPU seconds
             row["default_cpu_s"] = committed_timing["cpu_time_s"]
             row["default_alone_estimate_s"] = round(alone_estimate(committed_timing), 2)
-        if "reference_work_ms" in committed_timing:  # the speed of the machine the timing was measured on
-            row["default_reference_work_ms"] = committed_timing["reference_work_ms"]
         row["default_startup_share"] = round(startup / (startup + d), 4) if startup + d > 0 else None
     return row
 
@@ -198,8 +196,6 @@ def summarise(rows: list[dict], flops: list[dict], peak: float, threads: int) ->
         p["default_stages_as_measured"] = len(measured)
         p["default_alone_estimate_s"] = (round(sum(r.get("default_alone_estimate_s", r.get("default_work_s", 0.0))
                                                    for r in own), 2) if len(measured) < len(own) else None)
-        speeds = sorted(r["default_reference_work_ms"] for r in own if "default_reference_work_ms" in r)
-        p["default_reference_work_ms"] = speeds[len(speeds) // 2] if speeds else None
     for f in flops:
         f["fraction_of_peak"] = round(f["flop_per_s"] / peak, 5) if f["flop_per_s"] is not None else None
     startups = sorted(r["startup_s"] for r in rows)
@@ -224,19 +220,15 @@ def markdown(result: dict[str, Any]) -> str:
              "the estimate alone is the wall time where the machine was the run's (other work over the run "
              "averaging at most a quarter core; for timings older than that record, the load at the end at most "
              "its threads + 0.5), else its CPU seconds over threads × worker processes (or the wall time where "
-             "lower), for timings that record CPU seconds (`-` for older ones). The machine's speed is the "
-             "median CPU time of the runner's fixed single-thread reference work in the paper's timings (lower "
-             "is faster; `-` where they predate it): timings from machines of different speed do not add up to "
-             "one machine's time.", "",
+             "lower), for timings that record CPU seconds (`-` for older ones).", "",
              "| paper | stages | start-up (s, all stages) | default work (s) | start-up share at default "
-             "| estimate alone (s) | machine speed (ms) |", "|---|---|---|---|---|---|---|"]
+             "| estimate alone (s) |", "|---|---|---|---|---|---|"]
     for name, p in sorted(result["papers"].items()):
-        alone, speed = p.get("default_alone_estimate_s"), p.get("default_reference_work_ms")
+        alone = p.get("default_alone_estimate_s")
         partly = (f" ({p['default_stages_as_measured']} of {p['stages']} stages as measured)"
                   if alone is not None and p.get("default_stages_as_measured") else "")
         lines.append(f"| {name} | {p['stages']} | {p['startup_s']} | {p['default_work_s']} | "
-                     f"{p['default_startup_share']} | {'-' if alone is None else alone}{partly} | "
-                     f"{'-' if speed is None else speed} |")
+                     f"{p['default_startup_share']} | {'-' if alone is None else alone}{partly} |")
     lines += ["", f"Committed default work of all papers: {result.get('default_work_total_s', 0) / 3600:.2f} h "
               "of wall time as measured."]
     if "default_alone_total_s" in result:

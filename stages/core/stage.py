@@ -122,25 +122,6 @@ def machine_busy_seconds() -> float | None:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
-def reference_work_ms(repeats: int = 3) -> float:
-    """CPU milliseconds of a fixed single-thread Python workload (best of ``repeats``): this machine's speed.
-
-    Timings written on different machines differ by the machine as well as by the code; the benchmarks put
-    them on one scale by this number (the machine behind most committed timings and a slower one differed
-    1.9× on the same single-thread step)."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.process_time()
-        table: dict[int, int] = {}
-        acc = 0
-        for i in range(60_000):
-            table[i % 997] = table.get(i % 997, 0) + i
-            acc += (i * i) % 7
-        sorted(table.values(), reverse=acc < 0)
-        best = min(best, time.process_time() - start)
-    return round(best * 1000, 3)
-
-
 def peak_processes() -> int:
     """The most processes a step's runs went over (``map_runs`` workers), 1 for a step that used none."""
     workers = sys.modules.get("stages.core.workers")
@@ -165,7 +146,7 @@ def threads_in_effect(configured: int) -> int:
 
 def step_timing(paper: str, step: str, profile: str, threads: int, start: float, cpu_start: float,
                 busy_start: float | None) -> dict[str, Any]:
-    """A step's timing: wall and CPU seconds, threads and processes, the other work beside it, this machine's speed.
+    """A step's timing: wall and CPU seconds, threads and processes, and the other work beside it.
 
     ``other_cpu_s`` is the machine's busy CPU seconds over the step less the step's own: other work that ran
     beside it at any point of its run. ``processes`` is the peak number of ``map_runs`` workers."""
@@ -176,7 +157,6 @@ def step_timing(paper: str, step: str, profile: str, threads: int, start: float,
                               "processes": peak_processes(), "load_average_1min": round(os.getloadavg()[0], 2)}
     if busy_start is not None and busy_end is not None:
         timing["other_cpu_s"] = round(max(0.0, busy_end - busy_start - cpu), 3)
-    timing["reference_work_ms"] = reference_work_ms()
     return timing
 
 

@@ -106,7 +106,6 @@ def test_timing_records_the_worker_processes_and_the_other_work_beside_the_step(
     t = read_json(third)
     # the neighbour was busy for the step's whole 1.5 s (a 2-core machine can share it out at worst half and half)
     assert t["other_cpu_s"] >= 0.5 and t["cpu_time_s"] >= 0.5
-    assert t["reference_work_ms"] > 0
 
 
 def test_timing_counts_cpu_seconds_of_the_step_and_its_children(tmp_path, smoke_params):
