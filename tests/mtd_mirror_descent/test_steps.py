@@ -86,11 +86,11 @@ def test_training_runs_are_identical_in_this_process_and_in_workers():
     import torch
 
     from stages.core.config import load_section
-    from stages.core.workers import map_runs
     from stages.mtd_mirror_descent.config import TrainConfig
     from stages.mtd_mirror_descent.models import init_seed
     from stages.mtd_mirror_descent.mtd import sample_sequences, transition_matrix
     from stages.mtd_mirror_descent.train import Shared, train_run
+    from tests.runs import in_one_and_two_processes
 
     cfg = load_section(TrainConfig, f"{PAPER}.train", profile="smoke")
     pi = transition_matrix(5, 0.3, 0.1, np.random.default_rng(0))
@@ -98,12 +98,7 @@ def test_training_runs_are_identical_in_this_process_and_in_workers():
     shared = Shared(cfg, torch.as_tensor(tokens), q=5, m=3, seq_len=12)
     jobs = [(cfg.models[0], s, init_seed(0, cfg.models[0].name, s)) for s in range(2)] + [
         (cfg.models[-1], 0, init_seed(0, cfg.models[-1].name, 0))]
-    before = torch.get_num_threads()
-    try:
-        one = map_runs(train_run, jobs, shared, threads=1, max_threads=1, desc="in process")
-        two = map_runs(train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
-    finally:
-        torch.set_num_threads(before)
+    one, two = in_one_and_two_processes(train_run, jobs, shared)
     for (w1, l1), (w2, l2) in zip(one, two, strict=True):
         assert l1 == l2 and w1.keys() == w2.keys()
         assert all(torch.equal(w1[k], w2[k]) for k in w1)

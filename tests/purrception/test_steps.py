@@ -204,29 +204,22 @@ def test_evaluate_runs_from_workers_equal_runs_in_this_process(smoke_repo):
 
 def test_train_and_evaluate_runs_are_identical_in_this_process_and_in_two_workers(smoke_repo):
     """Each run seeds itself from its job, so the results do not depend on how many processes ran them."""
-    from stages.core.workers import map_runs
     from stages.purrception import evaluate, train
+    from tests.runs import in_one_and_two_processes
 
     cfg = smoke_repo.config(f"{PAPER}-train")
-    shared = _train_shared(smoke_repo)
+    assert cfg.max_threads == 1  # the helper caps each run at one thread, as the step does
     jobs = [("purrception", 0), ("purrception", 1), ("discrete_fm", 0)]
-    before = torch.get_num_threads()
-    try:
-        one = map_runs(train.train_run, jobs, shared, threads=1, max_threads=cfg.max_threads, desc="in process")
-        two = map_runs(train.train_run, jobs, shared, threads=2, max_threads=1, desc="two workers")
-        for (s1, l1), (s2, l2) in zip(one, two, strict=True):
-            assert l1 == l2 and s1.keys() == s2.keys()
-            assert all(torch.equal(s1[c][k], s2[c][k]) for c in s1 for k in s1[c])
-        assert one[0][1] != one[1][1]  # the seeds differ, so a run that ignored its job would fail here
+    one, two = in_one_and_two_processes(train.train_run, jobs, _train_shared(smoke_repo))
+    for (s1, l1), (s2, l2) in zip(one, two, strict=True):
+        assert l1 == l2 and s1.keys() == s2.keys()
+        assert all(torch.equal(s1[c][k], s2[c][k]) for c in s1 for k in s1[c])
+    assert one[0][1] != one[1][1]  # the seeds differ, so a run that ignored its job would fail here
 
-        ev_shared = _evaluate_shared(smoke_repo)
-        final = cfg.checkpoints[-1]
-        ev_jobs = [("purrception", "stochastic", 0, final, 1.0), ("purrception", "stochastic", 1, final, 1.0),
-                   ("cfm_velocity", "deterministic", 1, cfg.checkpoints[0], 1.0)]
-        one = map_runs(evaluate.score_run, ev_jobs, ev_shared, threads=1, max_threads=1, desc="in process")
-        two = map_runs(evaluate.score_run, ev_jobs, ev_shared, threads=2, max_threads=1, desc="two workers")
-        for (sc1, g1), (sc2, g2) in zip(one, two, strict=True):
-            assert sc1 == sc2 and np.array_equal(g1, g2)
-        assert one[0][0] != one[1][0]
-    finally:
-        torch.set_num_threads(before)
+    final = cfg.checkpoints[-1]
+    ev_jobs = [("purrception", "stochastic", 0, final, 1.0), ("purrception", "stochastic", 1, final, 1.0),
+               ("cfm_velocity", "deterministic", 1, cfg.checkpoints[0], 1.0)]
+    one, two = in_one_and_two_processes(evaluate.score_run, ev_jobs, _evaluate_shared(smoke_repo))
+    for (sc1, g1), (sc2, g2) in zip(one, two, strict=True):
+        assert sc1 == sc2 and np.array_equal(g1, g2)
+    assert one[0][0] != one[1][0]
